@@ -1,0 +1,682 @@
+//! PF-Q: Brandenburg and Anderson's phase-fair queue reader-writer lock (the
+//! "BA" lock of the BRAVO paper).
+//!
+//! Source: B. Brandenburg and J. Anderson, "Spin-based reader-writer
+//! synchronization for multiprocessor real-time systems", Real-Time Systems
+//! 2010; BRAVO (Dice & Kogan, ATC'19) Section 5: "In PF-Q active readers are
+//! tallied on a central pair of counters in the same fashion as PF-T, but
+//! waiting readers enqueue on an MCS-like queue ... waiting readers in PF-Q use
+//! local spinning on a thread-local field in the enqueued element."
+//!
+//! # State
+//!
+//! ```text
+//!  rin, rout      reader arrivals / departures, writer bits PRES|PHID in rin (as PF-T)
+//!  wstate         LOCKED (bit 0): writer mutual exclusion; PHASE (bit 1): next writer's PHID
+//!  wtail          tail of the writers' MCS queue (null: empty)
+//!  rtail[2]       one queue of blocked readers per writer phase; CLOSED when no
+//!                 writer of that phase is present
+//! ```
+//!
+//! # Protocol
+//!
+//! - **Writers** queue MCS-style: a writer swaps its stack node into `wtail`,
+//!   links itself behind its predecessor and waits on its own node's
+//!   [`Latch`]. At the head of the queue it takes `LOCKED`, then hands the head
+//!   role to its successor (or empties the queue) and stops using its node: a
+//!   node is needed only while waiting, as in Linux's qspinlock. With `LOCKED`
+//!   held it opens `rtail[p]` for its phase `p`, announces itself in `rin`
+//!   (`rticket = fetch_add(rin, PRES | p)`) and waits for `rout == rticket`.
+//! - **Readers** do `fetch_add(rin, RINC)`; with no writer bits they are in.
+//!   Otherwise they push a stack node onto `rtail[p]` with a CAS and wait on
+//!   its latch; if the queue is `CLOSED` the writer has already left and they
+//!   are in. The queue a blocked reader finds is always its writer's: the next
+//!   writer (other phase) counts this reader in its `rticket` and cannot
+//!   finish acquiring, so no writer of phase `p` can reopen `rtail[p]` before
+//!   the reader has left.
+//! - **Writer unlock** clears the writer bits, swaps `CLOSED` into `rtail[p]`,
+//!   opens the latch of every reader it took out (reading each `next` before
+//!   opening: the node may vanish right after), and releases `LOCKED` with the
+//!   phase toggled.
+//!
+//! Readers wait for at most one writer phase and writers for at most one
+//! reader phase, as in PF-T; writers are FIFO among themselves except that a
+//! writer arriving at an empty queue may take a free lock directly.
+//!
+//! # Waiting and footprint
+//!
+//! Queue waits are local ([`Latch`]: spin, yield, park on the node); the queue
+//! head's wait for `LOCKED` and the writer's wait for departing readers go
+//! through the lock's [`Waiters`]. 40 bytes on 64-bit targets (asserted in a
+//! test), not padded.
+
+use core::fmt;
+use core::marker::PhantomData;
+use core::ptr;
+
+use crate::sync::{AtomicPtr, AtomicU32, Ordering};
+use crate::wait::{DefaultWait, Latch, WaitPolicy, Waiters, spin_until};
+
+const RINC: u32 = 0x100;
+const WBITS: u32 = 0x3;
+const PRES: u32 = 0x2;
+const PHID: u32 = 0x1;
+
+const LOCKED: u32 = 0x1;
+const PHASE_SHIFT: u32 = 1;
+
+/// A blocked reader's queue element, on its stack.
+struct ReaderNode {
+    /// Written before the node is published by the pushing CAS.
+    next: AtomicPtr<ReaderNode>,
+    latch: Latch,
+}
+
+/// A queued writer's element, on its stack.
+struct WriterNode {
+    next: AtomicPtr<WriterNode>,
+    latch: Latch,
+}
+
+#[inline]
+fn closed() -> *mut ReaderNode {
+    ptr::without_provenance_mut(1)
+}
+
+/// The state an exclusive acquisition carries from lock to unlock: the
+/// writer's phase bit (lock_api 0.5 per-acquisition state).
+#[derive(Debug)]
+pub struct PfQueueWriteGuard {
+    phase: u32,
+}
+
+/// Brandenburg-Anderson phase-fair queue lock (PF-Q); see the [module docs](self).
+///
+/// Guards are `Send`: any thread may release an acquisition.
+pub struct PfQueue<W: WaitPolicy = DefaultWait> {
+    rin: AtomicU32,
+    rout: AtomicU32,
+    wstate: AtomicU32,
+    waiters: Waiters,
+    wtail: AtomicPtr<WriterNode>,
+    rtail: [AtomicPtr<ReaderNode>; 2],
+    _policy: PhantomData<W>,
+}
+
+// SAFETY: the raw pointers in the queues point to nodes owned by waiting
+// threads and are only dereferenced under the protocol above.
+unsafe impl<W: WaitPolicy> Send for PfQueue<W> {}
+// SAFETY: as above; all shared state is atomic.
+unsafe impl<W: WaitPolicy> Sync for PfQueue<W> {}
+
+impl<W: WaitPolicy> PfQueue<W> {
+    crate::loom_const_fn! {
+        /// An unlocked lock.
+        pub fn new() -> Self {
+            PfQueue {
+                rin: AtomicU32::new(0),
+                rout: AtomicU32::new(0),
+                wstate: AtomicU32::new(0),
+                waiters: Waiters::new(),
+                wtail: AtomicPtr::new(ptr::null_mut()),
+                rtail: [
+                    AtomicPtr::new(ptr::without_provenance_mut(1)),
+                    AtomicPtr::new(ptr::without_provenance_mut(1)),
+                ],
+                _policy: PhantomData,
+            }
+        }
+    }
+
+    #[inline]
+    fn read_lock(&self) {
+        // Acquire: pairs with the writer's Release clear of the bits (and the
+        // RMWs after it in rin's release sequence).
+        let w = self.rin.fetch_add(RINC, Ordering::Acquire) & WBITS;
+        if w != 0 {
+            self.read_wait(w);
+        }
+    }
+
+    #[cold]
+    fn read_wait(&self, w: u32) {
+        let node = ReaderNode {
+            next: AtomicPtr::new(ptr::null_mut()),
+            latch: Latch::new(),
+        };
+        let me = &node as *const ReaderNode as *mut ReaderNode;
+        let queue = &self.rtail[(w & PHID) as usize];
+        // Acquire: if CLOSED, pairs with the writer's Release swap, after its
+        // critical section. The writer opened this queue before its Release
+        // announcement, which our Acquire RMW of rin read, so we never see a
+        // CLOSED older than that opening.
+        let mut tail = queue.load(Ordering::Acquire);
+        loop {
+            if tail == closed() {
+                return;
+            }
+            // Relaxed: published by the Release CAS below.
+            node.next.store(tail, Ordering::Relaxed);
+            // Release: publishes `next` to the writer's AcqRel swap. Acquire
+            // on failure: a CLOSED read there must also synchronize.
+            match queue.compare_exchange_weak(tail, me, Ordering::Release, Ordering::Acquire) {
+                Ok(_) => break,
+                Err(now) => tail = now,
+            }
+        }
+        // The writer opens our latch after clearing the bits (Release in
+        // `open`, Acquire in `wait`).
+        node.latch.wait::<W>();
+    }
+
+    #[inline]
+    fn try_read_lock(&self) -> bool {
+        // Relaxed: the CAS re-reads and orders.
+        let mut r = self.rin.load(Ordering::Relaxed);
+        loop {
+            if r & WBITS != 0 {
+                return false;
+            }
+            // Acquire on success: pairs with the last writer's Release clear.
+            match self.rin.compare_exchange_weak(
+                r,
+                r.wrapping_add(RINC),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => r = now,
+            }
+        }
+    }
+
+    #[inline]
+    fn read_unlock(&self) {
+        // SeqCst RMW: Release pairs with the writer's Acquire load of `rout`;
+        // SeqCst for the wake protocol of `Waiters`.
+        self.rout.fetch_add(RINC, Ordering::SeqCst);
+        self.waiters.wake_all();
+    }
+
+    /// Takes `LOCKED` if it is free; returns the phase on success.
+    #[inline]
+    fn try_take_locked(&self) -> Option<u32> {
+        // Relaxed: the CAS below orders.
+        let s = self.wstate.load(Ordering::Relaxed);
+        if s & LOCKED != 0 {
+            return None;
+        }
+        // Acquire: pairs with the previous writer's Release of `LOCKED`.
+        self.wstate
+            .compare_exchange(s, s | LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .ok()
+            .map(|s| (s >> PHASE_SHIFT) & PHID)
+    }
+
+    #[inline]
+    fn write_lock(&self) -> u32 {
+        // Fast path: nobody queued and the lock free. Relaxed: a hint; the CAS
+        // in try_take_locked orders the acquisition.
+        if self.wtail.load(Ordering::Relaxed).is_null()
+            && let Some(phase) = self.try_take_locked()
+        {
+            self.announce(phase);
+            return phase;
+        }
+        let phase = self.write_queue();
+        self.announce(phase);
+        phase
+    }
+
+    #[cold]
+    fn write_queue(&self) -> u32 {
+        let node = WriterNode {
+            next: AtomicPtr::new(ptr::null_mut()),
+            latch: Latch::new(),
+        };
+        let me = &node as *const WriterNode as *mut WriterNode;
+        // AcqRel: Release publishes our node's initialisation to the successor
+        // that reads it from wtail; Acquire makes the predecessor's node valid
+        // to write into.
+        let prev = self.wtail.swap(me, Ordering::AcqRel);
+        if !prev.is_null() {
+            // SAFETY: the predecessor keeps its node until it has handed the
+            // head role on, which needs this link (it waits for it).
+            // Release: pairs with the predecessor's Acquire load of `next`.
+            unsafe { (*prev).next.store(me, Ordering::Release) };
+            node.latch.wait::<W>();
+        }
+        // Head of the queue: the only queued writer competing for LOCKED.
+        let phase = loop {
+            if let Some(phase) = self.try_take_locked() {
+                break phase;
+            }
+            self.waiters.wait_until::<W>(|| {
+                // Relaxed: only a trigger to retry the Acquire CAS.
+                self.wstate.load(Ordering::Relaxed) & LOCKED == 0
+            });
+        };
+        // Hand the head role on. Relaxed on success: nobody reads our node
+        // any more once the tail no longer names it.
+        if self
+            .wtail
+            .compare_exchange(me, ptr::null_mut(), Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+        {
+            // A successor swapped itself in; it links itself in its next
+            // few instructions. Acquire: pairs with its Release link.
+            spin_until::<W>(|| !node.next.load(Ordering::Acquire).is_null());
+            let next = node.next.load(Ordering::Acquire);
+            // SAFETY: the successor waits on its latch, alive until opened;
+            // we do not touch it afterwards.
+            unsafe { Latch::open(&(*next).latch) };
+        }
+        phase
+    }
+
+    /// With `LOCKED` held: opens this phase's reader queue, announces the
+    /// writer and waits for the readers that came before.
+    #[inline]
+    fn announce(&self, phase: u32) {
+        // Relaxed: published by the Release (AcqRel) announcement below, which
+        // every reader that sees the bits reads with an Acquire RMW.
+        self.rtail[phase as usize].store(ptr::null_mut(), Ordering::Relaxed);
+        let rticket = self.rin.fetch_add(PRES | phase, Ordering::AcqRel) & !WBITS;
+        // Acquire: pairs with the departing readers' SeqCst increments.
+        if self.rout.load(Ordering::Acquire) != rticket {
+            self.waiters
+                .wait_until::<W>(|| self.rout.load(Ordering::Acquire) == rticket);
+        }
+    }
+
+    #[inline]
+    fn try_write_lock(&self) -> Option<u32> {
+        // Relaxed hint: do not barge past queued writers.
+        if !self.wtail.load(Ordering::Relaxed).is_null() {
+            return None;
+        }
+        let phase = self.try_take_locked()?;
+        // Departures before arrivals (see PfTicket::try_write_lock). Acquire:
+        // pairs with the departing readers' Release increments.
+        let out = self.rout.load(Ordering::Acquire);
+        let r = self.rin.load(Ordering::Relaxed);
+        if r == out {
+            // Relaxed: published by the Release CAS (see `announce`).
+            self.rtail[phase as usize].store(ptr::null_mut(), Ordering::Relaxed);
+            if self
+                .rin
+                .compare_exchange(r, r | PRES | phase, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                return Some(phase);
+            }
+            // Never announced: no reader can have queued. Relaxed: restores
+            // the initial state nobody observed.
+            self.rtail[phase as usize].store(closed(), Ordering::Relaxed);
+        }
+        // Give LOCKED back with the phase unchanged. SeqCst RMW for the wake
+        // protocol; Release pairs with the next writer's Acquire CAS.
+        self.wstate.swap(phase << PHASE_SHIFT, Ordering::SeqCst);
+        self.waiters.wake_all();
+        None
+    }
+
+    /// Closes this phase's reader queue and admits every reader in it.
+    #[inline]
+    fn release_readers(&self, phase: u32) {
+        // AcqRel: Release pairs with readers that read CLOSED (Acquire);
+        // Acquire pairs with every pushing CAS (a release sequence of RMWs),
+        // making their `next` fields visible.
+        let mut cur = self.rtail[phase as usize].swap(closed(), Ordering::AcqRel);
+        while !cur.is_null() {
+            debug_assert_ne!(cur, closed(), "reader queue closed twice");
+            // SAFETY: a queued reader's node lives until its latch is opened;
+            // `next` is read before opening and the node not touched after.
+            unsafe {
+                let next = (*cur).next.load(Ordering::Relaxed);
+                Latch::open(&(*cur).latch);
+                cur = next;
+            }
+        }
+    }
+
+    #[inline]
+    fn write_unlock(&self, phase: u32) {
+        // Release: publishes the critical section to readers that see the
+        // bits clear (their Acquire RMW of rin). No SeqCst needed: blocked
+        // readers wait on their own latches, not on `Waiters`.
+        self.rin.fetch_and(!WBITS, Ordering::Release);
+        self.release_lockword(phase);
+    }
+
+    #[inline]
+    fn release_lockword(&self, phase: u32) {
+        // Close the queue even if it is empty: a reader that saw the bits may
+        // be about to push.
+        self.release_readers(phase);
+        // SeqCst RMW: Release pairs with the next writer's Acquire CAS on
+        // `wstate`; SeqCst for the wake protocol of `Waiters`.
+        self.wstate
+            .swap((phase ^ PHID) << PHASE_SHIFT, Ordering::SeqCst);
+        self.waiters.wake_all();
+    }
+
+    #[inline]
+    fn write_to_read(&self, phase: u32) {
+        // Become a counted reader and clear the bits in one RMW (see PfTicket).
+        // Release: pairs with the readers admitted by the clear.
+        self.rin
+            .fetch_add(RINC.wrapping_sub(PRES | phase), Ordering::Release);
+        self.release_lockword(phase);
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        // Relaxed pure reads: a snapshot.
+        let r = self.rin.load(Ordering::Relaxed);
+        r & WBITS != 0 || r & !WBITS != self.rout.load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    fn is_locked_exclusive(&self) -> bool {
+        // From the writer's announcement on, as PfTicket.
+        self.rin.load(Ordering::Relaxed) & WBITS != 0
+    }
+}
+
+impl<W: WaitPolicy> Default for PfQueue<W> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<W: WaitPolicy> fmt::Debug for PfQueue<W> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PfQueue")
+            .field("rin", &self.rin.load(Ordering::Relaxed))
+            .field("rout", &self.rout.load(Ordering::Relaxed))
+            .field("wstate", &self.wstate.load(Ordering::Relaxed))
+            .field(
+                "writers_queued",
+                &!self.wtail.load(Ordering::Relaxed).is_null(),
+            )
+            .finish()
+    }
+}
+
+// SAFETY: mutual exclusion as argued in the module docs (loom model and
+// stress tests); acquisitions Acquire, releases Release (see each ordering).
+unsafe impl<W: WaitPolicy> lock_api::RawRwLock for PfQueue<W> {
+    #[cfg(not(loom))]
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = Self::new();
+    #[cfg(loom)]
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = panic!("loom atomics cannot be built in a const; use PfQueue::new()");
+
+    type SharedGuard = lock_api::GuardSend;
+    type ExclusiveGuard = PfQueueWriteGuard;
+
+    #[inline]
+    fn lock_shared(&self) -> Self::SharedGuard {
+        self.read_lock();
+        lock_api::GuardSend::new()
+    }
+
+    #[inline]
+    fn try_lock_shared(&self) -> Option<Self::SharedGuard> {
+        self.try_read_lock().then(lock_api::GuardSend::new)
+    }
+
+    #[inline]
+    unsafe fn unlock_shared(&self, _guard: Self::SharedGuard) {
+        self.read_unlock()
+    }
+
+    #[inline]
+    fn lock_exclusive(&self) -> Self::ExclusiveGuard {
+        PfQueueWriteGuard {
+            phase: self.write_lock(),
+        }
+    }
+
+    #[inline]
+    fn try_lock_exclusive(&self) -> Option<Self::ExclusiveGuard> {
+        self.try_write_lock()
+            .map(|phase| PfQueueWriteGuard { phase })
+    }
+
+    #[inline]
+    unsafe fn unlock_exclusive(&self, guard: Self::ExclusiveGuard) {
+        self.write_unlock(guard.phase)
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        PfQueue::is_locked(self)
+    }
+
+    #[inline]
+    fn is_locked_exclusive(&self) -> bool {
+        PfQueue::is_locked_exclusive(self)
+    }
+}
+
+// SAFETY: the writer becomes a counted reader in the same RMW that clears its
+// bits, and releases LOCKED only afterwards.
+unsafe impl<W: WaitPolicy> lock_api::RawRwLockDowngrade for PfQueue<W> {
+    #[inline]
+    unsafe fn downgrade(&self, guard: Self::ExclusiveGuard) -> Self::SharedGuard {
+        self.write_to_read(guard.phase);
+        lock_api::GuardSend::new()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use lock_api::RawRwLock;
+    use std::sync::Arc;
+
+    #[test]
+    fn footprint() {
+        assert_eq!(core::mem::size_of::<PfQueue>(), 40);
+        assert!(core::mem::size_of::<crate::CachePadded<PfQueue>>() <= 128);
+    }
+
+    #[test]
+    fn readers_queue_behind_a_writer_and_are_released_together() {
+        let l = Arc::new(PfQueue::<DefaultWait>::new());
+        let g = l.lock_exclusive();
+        let readers: Vec<_> = (0..6)
+            .map(|_| {
+                let l = l.clone();
+                std::thread::spawn(move || {
+                    let g = l.lock_shared();
+                    assert!(!l.is_locked_exclusive());
+                    // SAFETY: our shared acquisition.
+                    unsafe { l.unlock_shared(g) };
+                })
+            })
+            .collect();
+        // Let the readers arrive and queue (or park).
+        while (l.rin.load(Ordering::Relaxed) >> 8) < 6 {
+            std::thread::yield_now();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        // SAFETY: our exclusive acquisition.
+        unsafe { l.unlock_exclusive(g) };
+        for r in readers {
+            r.join().unwrap();
+        }
+        assert!(!l.is_locked());
+        assert_eq!(l.rtail[0].load(Ordering::Relaxed), closed());
+    }
+
+    #[test]
+    fn harness_1_2_8_threads() {
+        let l = PfQueue::<DefaultWait>::new();
+        crate::testing::check_try_lock(&l);
+        crate::testing::check_downgrade(&l);
+        for threads in [1, 2, 8] {
+            crate::testing::stress_downgrade(&l, &crate::testing::StressConfig::new(threads));
+        }
+        crate::testing::check_panic_releases(&lock_api::RwLock::<PfQueue, u64>::new(0));
+    }
+
+    #[test]
+    fn harness_without_parking() {
+        let l = PfQueue::<crate::wait::SpinYield>::new();
+        crate::testing::stress(&l, &crate::testing::StressConfig::new(8));
+    }
+
+    #[test]
+    fn phase_fair() {
+        let l = PfQueue::<DefaultWait>::new();
+        crate::testing::check_phase_fairness(&l, &|readers, writers| {
+            let rin = l.rin.load(Ordering::Relaxed);
+            let writer_present = rin & WBITS != 0;
+            let writer_queued = !l.wtail.load(Ordering::Relaxed).is_null();
+            rin >> 8 == readers
+                && match writers {
+                    1 => writer_present,
+                    _ => writer_present && writer_queued,
+                }
+        });
+    }
+
+    #[test]
+    fn phase_alternates_and_counters_wrap() {
+        let l = PfQueue::<DefaultWait>::new();
+        l.rin.store(u32::MAX - RINC + 1, Ordering::Relaxed);
+        l.rout.store(u32::MAX - RINC + 1, Ordering::Relaxed);
+        let mut phases = Vec::new();
+        for _ in 0..4 {
+            let g = l.lock_exclusive();
+            phases.push(g.phase);
+            assert!(l.try_lock_shared().is_none());
+            assert!(l.try_lock_exclusive().is_none());
+            // SAFETY: our exclusive acquisition.
+            unsafe { l.unlock_exclusive(g) };
+            let g = l.lock_shared();
+            assert!(l.try_lock_exclusive().is_none());
+            // SAFETY: our shared acquisition.
+            unsafe { l.unlock_shared(g) };
+        }
+        assert_eq!(phases, [0, 1, 0, 1]);
+        assert!(!l.is_locked());
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use crate::sync::{Arc, UnsafeCell, thread};
+    use lock_api::{RawRwLock, RawRwLockDowngrade};
+
+    struct Shared {
+        lock: PfQueue,
+        data: UnsafeCell<u32>,
+    }
+
+    // SAFETY: `data` is only accessed under `lock`, which is what the model checks.
+    unsafe impl Sync for Shared {}
+
+    fn shared() -> Arc<Shared> {
+        Arc::new(Shared {
+            lock: PfQueue::new(),
+            data: UnsafeCell::new(0),
+        })
+    }
+
+    fn write(s: &Shared) {
+        let g = s.lock.lock_exclusive();
+        // SAFETY: exclusive access under the lock (loom reports it otherwise).
+        s.data.with_mut(|p| unsafe { *p += 1 });
+        // SAFETY: our exclusive acquisition.
+        unsafe { s.lock.unlock_exclusive(g) };
+    }
+
+    fn read(s: &Shared) -> u32 {
+        let g = s.lock.lock_shared();
+        // SAFETY: shared access under the lock.
+        let v = s.data.with(|p| unsafe { *p });
+        // SAFETY: our shared acquisition.
+        unsafe { s.lock.unlock_shared(g) };
+        v
+    }
+
+    /// Two writers through the MCS queue (head hand-off) and a reader.
+    #[test]
+    fn pfq_two_writers_one_reader() {
+        loom::model(|| {
+            let s = shared();
+            let ws: Vec<_> = (0..2)
+                .map(|_| {
+                    let s = s.clone();
+                    thread::spawn(move || write(&s))
+                })
+                .collect();
+            assert!(read(&s) <= 2);
+            for w in ws {
+                w.join().unwrap();
+            }
+            assert_eq!(read(&s), 2);
+        });
+    }
+
+    /// Readers queue on a writer's phase and are released by its unlock or
+    /// its downgrade.
+    #[test]
+    fn pfq_writer_downgrade_two_readers() {
+        loom::model(|| {
+            let s = shared();
+            let rs: Vec<_> = (0..2)
+                .map(|_| {
+                    let s = s.clone();
+                    thread::spawn(move || read(&s))
+                })
+                .collect();
+            let g = s.lock.lock_exclusive();
+            // SAFETY: exclusive access under the lock.
+            s.data.with_mut(|p| unsafe { *p = 7 });
+            // SAFETY: our exclusive acquisition.
+            let g = unsafe { s.lock.downgrade(g) };
+            // SAFETY: shared access under the downgraded lock.
+            assert_eq!(s.data.with(|p| unsafe { *p }), 7);
+            // SAFETY: our shared acquisition.
+            unsafe { s.lock.unlock_shared(g) };
+            for r in rs {
+                let v = r.join().unwrap();
+                assert!(v == 0 || v == 7);
+            }
+        });
+    }
+
+    /// try_lock_exclusive backs out cleanly against a reader and a writer.
+    #[test]
+    fn pfq_try_write_against_reader_and_writer() {
+        loom::model(|| {
+            let s = shared();
+            let r = {
+                let s = s.clone();
+                thread::spawn(move || read(&s))
+            };
+            let w = {
+                let s = s.clone();
+                thread::spawn(move || write(&s))
+            };
+            if let Some(g) = s.lock.try_lock_exclusive() {
+                // SAFETY: exclusive access under the lock.
+                s.data.with_mut(|p| unsafe { *p += 10 });
+                // SAFETY: our exclusive acquisition.
+                unsafe { s.lock.unlock_exclusive(g) };
+            }
+            let v = r.join().unwrap();
+            assert!([0, 1, 10, 11].contains(&v));
+            w.join().unwrap();
+            let end = read(&s);
+            assert!(end == 1 || end == 11);
+        });
+    }
+}

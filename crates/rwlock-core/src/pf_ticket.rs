@@ -1,0 +1,585 @@
+//! PF-T: Brandenburg and Anderson's phase-fair ticket reader-writer lock.
+//!
+//! Source: B. Brandenburg and J. Anderson, "Spin-based reader-writer
+//! synchronization for multiprocessor real-time systems", Real-Time Systems
+//! 2010, as summarised in the BRAVO paper (Dice & Kogan, ATC'19, Section 5:
+//! "PF-T implements the reader indicator via a central pair of counters, one
+//! incremented by arriving readers and the other incremented by departing
+//! readers. Waiting readers busy-wait on a dedicated writer present bit
+//! encoded in the reader arrival counter").
+//!
+//! # State (four `u32` words)
+//!
+//! ```text
+//!  rin:  [ arrivals x RINC (24 bits) | 00000 | LAST | PRES | PHID ]   readers in, writer bits
+//!  rout: [ departures x RINC         | 00000000                  ]   readers out
+//!  win:  writer tickets handed out
+//!  wout: writer tickets served
+//! ```
+//!
+//! # Protocol
+//!
+//! - **Reader lock**: `w = fetch_add(rin, RINC) & (PRES|PHID)`. If no writer
+//!   is present (`w == 0`) the reader is in. Otherwise it waits until the
+//!   writer bits of `rin` differ from `w`: either that writer left, or the
+//!   next writer (whose phase bit `PHID` differs) announced itself and is
+//!   waiting for this very reader, which is therefore admitted. A reader
+//!   waits for at most one writer phase.
+//! - **Reader unlock**: `fetch_add(rout, RINC)`.
+//! - **Writer lock**: take a ticket from `win`, wait until `wout` serves it
+//!   (writers are FIFO among themselves), then announce presence with phase
+//!   `p = !LAST` in one RMW that sets `PRES`, `PHID = p` and `LAST = p`, which
+//!   returns `rticket`; wait until `rout` equals `rticket`'s counter: exactly
+//!   the readers that arrived before the announcement have left. Readers
+//!   arriving later are blocked by the bits, so a writer waits for at most one
+//!   reader phase.
+//! - **Writer unlock**: clear `PRES|PHID` (admits the blocked readers of this
+//!   phase; `LAST` stays), then `fetch_add(wout, 1)` (admits the next writer).
+//!
+//! Why the phase lives in `rin` (`LAST`) rather than in the ticket's low bit
+//! (as in the original): the reader's wait "bits differ from `w`" is only
+//! safe because the next *announcing* writer has the other phase **and**
+//! waits for that reader, so no writer of phase `w` can come back while the
+//! reader still waits (a parked reader would otherwise sleep through the
+//! change and deadlock with the writer that waits for it). A failed
+//! `try_lock_exclusive` takes a ticket and gives it back without announcing;
+//! with ticket-derived phases it would break the alternation (found by the
+//! loom model `pft_failed_try_write_keeps_phases_alternating`).
+//!
+//! Counters wrap modulo 2^32 and are only compared for equality. At most
+//! 2^24 - 1 readers may hold or wait at once.
+//!
+//! # Waiting
+//!
+//! Every wait goes through [`Waiters`] with the lock's [`WaitPolicy`]: spin,
+//! yield, then park. Every release is a SeqCst read-modify-write followed by a
+//! check of the waiter count (the wake protocol documented on [`Waiters`]).
+//!
+//! # Footprint
+//!
+//! 20 bytes, 4-byte aligned (asserted in a test). The lock is not padded: put
+//! it in a [`CachePadded`](crate::CachePadded) if neighbours would share its line.
+
+use core::fmt;
+use core::marker::PhantomData;
+
+use crate::sync::{AtomicU32, Ordering};
+use crate::wait::{DefaultWait, WaitPolicy, Waiters};
+
+const RINC: u32 = 0x100;
+/// The writer bits readers look at.
+const WBITS: u32 = 0x3;
+const PRES: u32 = 0x2;
+const PHID: u32 = 0x1;
+/// Phase of the most recent announcement; survives the writer's unlock.
+const LAST: u32 = 0x4;
+/// Everything below the reader count.
+const LOW: u32 = RINC - 1;
+
+/// The low byte of `rin` after announcing over `low` (which has no writer
+/// present): the phase flips, `PRES` is set.
+#[inline]
+const fn announced(low: u32) -> u32 {
+    let phase = ((low & LAST) >> 2) ^ 1;
+    (phase << 2) | PRES | (phase & PHID)
+}
+
+/// Brandenburg-Anderson phase-fair ticket lock (PF-T); see the [module docs](self).
+///
+/// Guards are stateless and `Send`: any thread may release an acquisition.
+pub struct PfTicket<W: WaitPolicy = DefaultWait> {
+    rin: AtomicU32,
+    rout: AtomicU32,
+    win: AtomicU32,
+    wout: AtomicU32,
+    waiters: Waiters,
+    _policy: PhantomData<W>,
+}
+
+impl<W: WaitPolicy> PfTicket<W> {
+    crate::loom_const_fn! {
+        /// An unlocked lock.
+        pub fn new() -> Self {
+            PfTicket {
+                rin: AtomicU32::new(0),
+                rout: AtomicU32::new(0),
+                win: AtomicU32::new(0),
+                wout: AtomicU32::new(0),
+                waiters: Waiters::new(),
+                _policy: PhantomData,
+            }
+        }
+    }
+
+    #[inline]
+    fn read_lock(&self) {
+        // Acquire: pairs with the Release clearing of the writer bits in
+        // `write_unlock` (or the RMWs that follow it in rin's release sequence).
+        let w = self.rin.fetch_add(RINC, Ordering::Acquire) & WBITS;
+        if w != 0 {
+            self.read_wait(w);
+        }
+    }
+
+    #[cold]
+    fn read_wait(&self, w: u32) {
+        // Acquire: as above; the bits change only by the writer's Release clear
+        // or by the next writer's announcement, which follows that clear in
+        // rin's modification order.
+        self.waiters
+            .wait_until::<W>(|| self.rin.load(Ordering::Acquire) & WBITS != w);
+    }
+
+    #[inline]
+    fn try_read_lock(&self) -> bool {
+        // Relaxed: the CAS below re-reads the value and orders the entry.
+        let mut r = self.rin.load(Ordering::Relaxed);
+        loop {
+            if r & WBITS != 0 {
+                return false;
+            }
+            // Acquire on success: pairs with the last writer's Release clear.
+            match self.rin.compare_exchange_weak(
+                r,
+                r.wrapping_add(RINC),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => r = now,
+            }
+        }
+    }
+
+    #[inline]
+    fn read_unlock(&self) {
+        // SeqCst RMW: Release pairs with the writer's Acquire load of `rout`
+        // (our reads happen before its writes); SeqCst for the wake protocol.
+        self.rout.fetch_add(RINC, Ordering::SeqCst);
+        self.waiters.wake_all();
+    }
+
+    #[inline]
+    fn write_lock(&self) {
+        // Relaxed: the ticket only orders writers; hand-off ordering comes from
+        // the Acquire load of `wout` below.
+        let ticket = self.win.fetch_add(1, Ordering::Relaxed);
+        // Acquire: pairs with the previous writer's Release increment of
+        // `wout`, after its clear of the writer bits.
+        if self.wout.load(Ordering::Acquire) != ticket {
+            self.waiters
+                .wait_until::<W>(|| self.wout.load(Ordering::Acquire) == ticket);
+        }
+        self.announce();
+    }
+
+    /// Sets the writer bits and waits for the readers that came before.
+    #[inline]
+    fn announce(&self) {
+        // Only the ticket holder changes the low byte, and it is ours now:
+        // Relaxed is exact for the low byte (readers only add RINC).
+        let low = self.rin.load(Ordering::Relaxed) & LOW;
+        debug_assert_eq!(low & WBITS, 0, "writer bits set under a fresh ticket");
+        // Modular add of (new - old) rewrites exactly the low byte.
+        let delta = announced(low).wrapping_sub(low);
+        // Relaxed would suffice for exclusion (every reader RMW is ordered
+        // against this one in rin's modification order); Acquire is free on
+        // x86 and keeps the previous writer's release chain obvious.
+        let rticket = self.rin.fetch_add(delta, Ordering::Acquire) & !LOW;
+        // Acquire: pairs with each departing reader's SeqCst (Release)
+        // increment of `rout`: their reads happen before our writes.
+        if self.rout.load(Ordering::Acquire) != rticket {
+            self.waiters
+                .wait_until::<W>(|| self.rout.load(Ordering::Acquire) == rticket);
+        }
+    }
+
+    #[inline]
+    fn try_write_lock(&self) -> bool {
+        // Cheap pre-check before taking a ticket: any reader or writer inside?
+        // Relaxed: a hint only; the CASes below decide.
+        let r = self.rin.load(Ordering::Relaxed);
+        if r & WBITS != 0 || r & !LOW != self.rout.load(Ordering::Relaxed) {
+            return false;
+        }
+        // Acquire: pairs with the previous writer's Release increment.
+        let ticket = self.wout.load(Ordering::Acquire);
+        // Relaxed: taking the ticket only excludes other writers.
+        if self
+            .win
+            .compare_exchange(
+                ticket,
+                ticket.wrapping_add(1),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            )
+            .is_err()
+        {
+            return false;
+        }
+        // We are the only writer. Departures are read before arrivals: if
+        // arrivals (read later) equal departures (read earlier), nobody was
+        // inside in between, and the CAS below fails if anybody arrived since.
+        // Acquire: pairs with the departing readers' Release increments.
+        let out = self.rout.load(Ordering::Acquire);
+        let r = self.rin.load(Ordering::Relaxed);
+        let low = r & LOW;
+        if r & !LOW == out
+            && self
+                .rin
+                .compare_exchange(
+                    r,
+                    (r & !LOW) | announced(low),
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+        {
+            return true;
+        }
+        // Readers are inside: hand the ticket on without announcing. The
+        // phase (`LAST`) is untouched, so announcing writers still alternate.
+        self.serve_next_writer();
+        false
+    }
+
+    #[inline]
+    fn write_unlock(&self) {
+        // SeqCst RMW: Release publishes the critical section to the readers
+        // blocked on the bits (their Acquire load or RMW of `rin`).
+        self.rin.fetch_and(!WBITS, Ordering::SeqCst);
+        self.serve_next_writer();
+    }
+
+    #[inline]
+    fn serve_next_writer(&self) {
+        // SeqCst RMW: Release pairs with the next writer's Acquire load of
+        // `wout`; SeqCst for the wake protocol.
+        self.wout.fetch_add(1, Ordering::SeqCst);
+        self.waiters.wake_all();
+    }
+
+    #[inline]
+    fn write_to_read(&self) {
+        // Only the writer changes the bits while it holds the lock.
+        let bits = self.rin.load(Ordering::Relaxed) & WBITS;
+        // One RMW turns the writer into a reader: add RINC, clear PRES|PHID
+        // (adding RINC - bits rewrites exactly those bits, keeps LAST, and
+        // counts one more reader). SeqCst: Release for the readers admitted
+        // by the clear, SeqCst for the wake protocol.
+        self.rin
+            .fetch_add(RINC.wrapping_sub(bits), Ordering::SeqCst);
+        self.serve_next_writer();
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        // Relaxed pure reads: a momentary snapshot, as the trait documents.
+        let r = self.rin.load(Ordering::Relaxed);
+        r & WBITS != 0 || r & !LOW != self.rout.load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    fn is_locked_exclusive(&self) -> bool {
+        // True from the writer's announcement on (it may still be draining
+        // the readers of the previous phase), like parking_lot's WRITER_BIT.
+        self.rin.load(Ordering::Relaxed) & WBITS != 0
+    }
+}
+
+impl<W: WaitPolicy> Default for PfTicket<W> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<W: WaitPolicy> fmt::Debug for PfTicket<W> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PfTicket")
+            .field("rin", &self.rin.load(Ordering::Relaxed))
+            .field("rout", &self.rout.load(Ordering::Relaxed))
+            .field("win", &self.win.load(Ordering::Relaxed))
+            .field("wout", &self.wout.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+// SAFETY: readers and writers exclude each other as argued in the module docs
+// (checked by the loom model and the stress tests); lock operations Acquire
+// and unlock operations Release (see the comments at each ordering).
+unsafe impl<W: WaitPolicy> lock_api::RawRwLock for PfTicket<W> {
+    #[cfg(not(loom))]
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = Self::new();
+    #[cfg(loom)]
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = panic!("loom atomics cannot be built in a const; use PfTicket::new()");
+
+    type SharedGuard = lock_api::GuardSend;
+    type ExclusiveGuard = lock_api::GuardSend;
+
+    #[inline]
+    fn lock_shared(&self) -> Self::SharedGuard {
+        self.read_lock();
+        lock_api::GuardSend::new()
+    }
+
+    #[inline]
+    fn try_lock_shared(&self) -> Option<Self::SharedGuard> {
+        self.try_read_lock().then(lock_api::GuardSend::new)
+    }
+
+    #[inline]
+    unsafe fn unlock_shared(&self, _guard: Self::SharedGuard) {
+        self.read_unlock()
+    }
+
+    #[inline]
+    fn lock_exclusive(&self) -> Self::ExclusiveGuard {
+        self.write_lock();
+        lock_api::GuardSend::new()
+    }
+
+    #[inline]
+    fn try_lock_exclusive(&self) -> Option<Self::ExclusiveGuard> {
+        self.try_write_lock().then(lock_api::GuardSend::new)
+    }
+
+    #[inline]
+    unsafe fn unlock_exclusive(&self, _guard: Self::ExclusiveGuard) {
+        self.write_unlock()
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        PfTicket::is_locked(self)
+    }
+
+    #[inline]
+    fn is_locked_exclusive(&self) -> bool {
+        PfTicket::is_locked_exclusive(self)
+    }
+}
+
+// SAFETY: the downgrade turns the writer into a reader counted in `rin` before
+// it clears the writer bits, in one RMW, so no writer can enter in between.
+unsafe impl<W: WaitPolicy> lock_api::RawRwLockDowngrade for PfTicket<W> {
+    #[inline]
+    unsafe fn downgrade(&self, _guard: Self::ExclusiveGuard) -> Self::SharedGuard {
+        self.write_to_read();
+        lock_api::GuardSend::new()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use lock_api::RawRwLock;
+
+    #[test]
+    fn footprint() {
+        assert_eq!(core::mem::size_of::<PfTicket>(), 20);
+        assert!(core::mem::size_of::<crate::CachePadded<PfTicket>>() <= 128);
+    }
+
+    #[test]
+    fn is_locked_is_a_pure_read() {
+        let l = PfTicket::<DefaultWait>::new();
+        assert!(!l.is_locked());
+        let g = l.lock_shared();
+        assert!(l.is_locked() && !l.is_locked_exclusive());
+        let before = format!("{l:?}");
+        let _ = (l.is_locked(), l.is_locked_exclusive());
+        assert_eq!(before, format!("{l:?}"));
+        // SAFETY: g is this lock's shared acquisition.
+        unsafe { l.unlock_shared(g) };
+        let g = l.lock_exclusive();
+        assert!(l.is_locked() && l.is_locked_exclusive());
+        // SAFETY: g is this lock's exclusive acquisition.
+        unsafe { l.unlock_exclusive(g) };
+        assert!(!l.is_locked());
+    }
+
+    #[test]
+    fn harness_1_2_8_threads() {
+        let l = PfTicket::<DefaultWait>::new();
+        crate::testing::check_try_lock(&l);
+        crate::testing::check_downgrade(&l);
+        for threads in [1, 2, 8] {
+            crate::testing::stress_downgrade(&l, &crate::testing::StressConfig::new(threads));
+        }
+        crate::testing::check_panic_releases(&lock_api::RwLock::<PfTicket, u64>::new(0));
+    }
+
+    #[test]
+    fn harness_without_parking() {
+        let l = PfTicket::<crate::wait::SpinYield>::new();
+        crate::testing::stress(&l, &crate::testing::StressConfig::new(8));
+    }
+
+    #[test]
+    fn phase_fair() {
+        let l = PfTicket::<DefaultWait>::new();
+        crate::testing::check_phase_fairness(&l, &|readers, writers| {
+            l.rin.load(Ordering::Relaxed) >> 8 == readers
+                && l.win.load(Ordering::Relaxed) == writers
+        });
+    }
+
+    #[test]
+    fn counters_wrap() {
+        let l = PfTicket::<DefaultWait>::new();
+        l.rin.store(u32::MAX - RINC + 1, Ordering::Relaxed);
+        l.rout.store(u32::MAX - RINC + 1, Ordering::Relaxed);
+        l.win.store(u32::MAX, Ordering::Relaxed);
+        l.wout.store(u32::MAX, Ordering::Relaxed);
+        for _ in 0..4 {
+            let g = l.lock_shared();
+            assert!(l.try_lock_exclusive().is_none());
+            // SAFETY: our shared acquisition.
+            unsafe { l.unlock_shared(g) };
+            let g = l.lock_exclusive();
+            assert!(l.try_lock_shared().is_none());
+            // SAFETY: our exclusive acquisition.
+            unsafe { l.unlock_exclusive(g) };
+        }
+        assert!(!l.is_locked());
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use crate::sync::{Arc, UnsafeCell, thread};
+    use lock_api::{RawRwLock, RawRwLockDowngrade};
+
+    struct Shared {
+        lock: PfTicket,
+        data: UnsafeCell<u32>,
+    }
+
+    // SAFETY: `data` is only accessed under `lock`, which is what the model checks.
+    unsafe impl Sync for Shared {}
+
+    fn write(s: &Shared) {
+        let g = s.lock.lock_exclusive();
+        // SAFETY: exclusive access under the lock (loom reports it otherwise).
+        s.data.with_mut(|p| unsafe { *p += 1 });
+        // SAFETY: our exclusive acquisition.
+        unsafe { s.lock.unlock_exclusive(g) };
+    }
+
+    fn read(s: &Shared) -> u32 {
+        let g = s.lock.lock_shared();
+        // SAFETY: shared access under the lock.
+        let v = s.data.with(|p| unsafe { *p });
+        // SAFETY: our shared acquisition.
+        unsafe { s.lock.unlock_shared(g) };
+        v
+    }
+
+    fn shared() -> Arc<Shared> {
+        Arc::new(Shared {
+            lock: PfTicket::new(),
+            data: UnsafeCell::new(0),
+        })
+    }
+
+    /// Two writers and a reader: writers exclude each other and the reader.
+    #[test]
+    fn pft_two_writers_one_reader() {
+        loom::model(|| {
+            let s = shared();
+            let w1 = {
+                let s = s.clone();
+                thread::spawn(move || write(&s))
+            };
+            let w2 = {
+                let s = s.clone();
+                thread::spawn(move || write(&s))
+            };
+            let v = read(&s);
+            assert!(v <= 2);
+            w1.join().unwrap();
+            w2.join().unwrap();
+            assert_eq!(read(&s), 2);
+        });
+    }
+
+    /// A failed `try_lock_exclusive` between two writers must keep the phase
+    /// bit alternating between announcing writers, or a reader blocked by the
+    /// first writer and counted by the second deadlocks with it.
+    #[test]
+    fn pft_failed_try_write_keeps_phases_alternating() {
+        loom::model(|| {
+            let s = shared();
+            let w1 = {
+                let s = s.clone();
+                thread::spawn(move || write(&s))
+            };
+            let r = {
+                let s = s.clone();
+                thread::spawn(move || read(&s))
+            };
+            let w2 = {
+                let s = s.clone();
+                thread::spawn(move || {
+                    if let Some(g) = s.lock.try_lock_exclusive() {
+                        // SAFETY: our exclusive acquisition.
+                        unsafe { s.lock.unlock_exclusive(g) };
+                    }
+                    write(&s)
+                })
+            };
+            w1.join().unwrap();
+            r.join().unwrap();
+            w2.join().unwrap();
+            assert_eq!(read(&s), 2);
+        });
+    }
+
+    /// A writer against two readers, one of which uses try-lock, and a
+    /// downgrade: the downgraded reader still excludes writers.
+    #[test]
+    fn pft_readers_writer_downgrade() {
+        loom::model(|| {
+            let s = shared();
+            let r = {
+                let s = s.clone();
+                thread::spawn(move || {
+                    if let Some(g) = s.lock.try_lock_shared() {
+                        // SAFETY: shared access under the lock.
+                        s.data.with(|p| unsafe { *p });
+                        // SAFETY: our shared acquisition.
+                        unsafe { s.lock.unlock_shared(g) };
+                    }
+                    read(&s)
+                })
+            };
+            let w = {
+                let s = s.clone();
+                thread::spawn(move || {
+                    let g = s.lock.lock_exclusive();
+                    // SAFETY: exclusive access under the lock.
+                    s.data.with_mut(|p| unsafe { *p += 1 });
+                    // SAFETY: our exclusive acquisition.
+                    let g = unsafe { s.lock.downgrade(g) };
+                    // SAFETY: shared access under the downgraded lock.
+                    let v = s.data.with(|p| unsafe { *p });
+                    // SAFETY: our shared acquisition.
+                    unsafe { s.lock.unlock_shared(g) };
+                    v
+                })
+            };
+            if let Some(g) = s.lock.try_lock_exclusive() {
+                // SAFETY: exclusive access under the lock.
+                s.data.with_mut(|p| unsafe { *p += 10 });
+                // SAFETY: our exclusive acquisition.
+                unsafe { s.lock.unlock_exclusive(g) };
+            }
+            r.join().unwrap();
+            let v = w.join().unwrap();
+            assert!(v == 1 || v == 11);
+        });
+    }
+}

@@ -1,0 +1,477 @@
+//! The shared test harness every lock of the workspace runs (feature `testing`).
+//!
+//! - [`stress`] / [`stress_downgrade`]: N threads, a Bernoulli mix of reads and
+//!   writes (some through the try-lock paths), each checking two invariants:
+//!   - an **occupancy word**: a writer moves it from 0 to `WRITER` and back
+//!     (any other value means somebody else was inside), a reader adds 1 and
+//!     finds no writer;
+//!   - the papers' **zero-sum array** (RWBench): a writer adds `x` to one of
+//!     64 slots and subtracts it from another with plain load/store pairs, a
+//!     reader sums the array and must find 0; at the end the sum must be 0
+//!     (a writer overlapping another loses an update).
+//! - [`check_try_lock`], [`check_downgrade`], [`check_panic_releases`]:
+//!   single-threaded semantics every lock must have.
+//! - [`check_phase_fairness`]: the Brandenburg-Anderson phase-fair order.
+//!
+//! Each check panics with a message naming the broken invariant. The stress
+//! run counts operations, not time, so it does the same work on any machine;
+//! at 8 threads it is oversubscribed on small machines, on purpose.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, AtomicIsize, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use lock_api::{RawRwLock, RawRwLockDowngrade};
+
+const SLOTS: usize = 64;
+const WRITER: isize = isize::MIN / 2;
+
+/// What a stress run does.
+#[derive(Debug, Clone)]
+pub struct StressConfig {
+    /// Threads running at once.
+    pub threads: usize,
+    /// Operations per thread.
+    pub ops_per_thread: usize,
+    /// Probability of a write, in percent (0 to 100).
+    pub write_percent: u32,
+    /// Slot pairs read (readers) or updated (writers) inside a critical section.
+    pub cs_len: usize,
+    /// Percent of operations that go through `try_lock_*` first.
+    pub try_percent: u32,
+}
+
+impl StressConfig {
+    /// `threads` threads, 20% writes, 10% try-locks, short critical sections,
+    /// an operation count that finishes in well under a second per thread
+    /// count on a small machine.
+    pub fn new(threads: usize) -> Self {
+        StressConfig {
+            threads,
+            ops_per_thread: 20_000,
+            write_percent: 20,
+            cs_len: 4,
+            try_percent: 10,
+        }
+    }
+}
+
+/// What a stress run did.
+#[derive(Debug, Clone, Default)]
+pub struct StressReport {
+    /// Completed read critical sections.
+    pub reads: usize,
+    /// Completed write critical sections.
+    pub writes: usize,
+    /// Critical sections entered through a successful try-lock.
+    pub try_successes: usize,
+    /// Writes that were downgraded to reads.
+    pub downgrades: usize,
+    /// Wall-clock time of the run.
+    pub elapsed: Duration,
+}
+
+struct Shared {
+    occupancy: AtomicIsize,
+    array: [AtomicI64; SLOTS],
+    reads: AtomicUsize,
+    writes: AtomicUsize,
+    tries: AtomicUsize,
+    downgrades: AtomicUsize,
+}
+
+impl Shared {
+    fn new() -> Self {
+        Shared {
+            occupancy: AtomicIsize::new(0),
+            array: std::array::from_fn(|_| AtomicI64::new(0)),
+            reads: AtomicUsize::new(0),
+            writes: AtomicUsize::new(0),
+            tries: AtomicUsize::new(0),
+            downgrades: AtomicUsize::new(0),
+        }
+    }
+
+    fn enter_read(&self) {
+        // SeqCst on the occupancy word: the check must not rely on the lock's
+        // own ordering being right.
+        let prev = self.occupancy.fetch_add(1, Ordering::SeqCst);
+        assert!(prev >= 0, "a reader entered while a writer was inside");
+    }
+
+    fn read_section(&self, rng: &mut u64, cs_len: usize) {
+        let mut sum = 0i64;
+        for _ in 0..cs_len {
+            let i = next(rng) as usize % SLOTS;
+            // Relaxed: the data under test; the lock must order it.
+            std::hint::black_box(self.array[i].load(Ordering::Relaxed));
+        }
+        for slot in &self.array {
+            sum = sum.wrapping_add(slot.load(Ordering::Relaxed));
+        }
+        assert_eq!(sum, 0, "a reader saw a half-done write (zero-sum violated)");
+    }
+
+    fn leave_read(&self) {
+        let prev = self.occupancy.fetch_sub(1, Ordering::SeqCst);
+        assert!(prev >= 1, "reader count underflow: a writer was inside");
+    }
+
+    fn enter_write(&self) {
+        if let Err(seen) =
+            self.occupancy
+                .compare_exchange(0, WRITER, Ordering::SeqCst, Ordering::SeqCst)
+        {
+            panic!("a writer entered while occupied (occupancy {seen})");
+        }
+    }
+
+    fn write_section(&self, rng: &mut u64, cs_len: usize) {
+        for _ in 0..cs_len {
+            let i = next(rng) as usize % SLOTS;
+            let j = next(rng) as usize % SLOTS;
+            let x = (next(rng) % 1000) as i64 + 1;
+            // Plain load/store pairs (not fetch_add): overlapping writers
+            // lose updates and the final sum shows it.
+            let a = self.array[i].load(Ordering::Relaxed);
+            self.array[i].store(a.wrapping_add(x), Ordering::Relaxed);
+            std::hint::spin_loop();
+            let b = self.array[j].load(Ordering::Relaxed);
+            self.array[j].store(b.wrapping_sub(x), Ordering::Relaxed);
+        }
+    }
+
+    fn leave_write(&self) {
+        if let Err(seen) =
+            self.occupancy
+                .compare_exchange(WRITER, 0, Ordering::SeqCst, Ordering::SeqCst)
+        {
+            panic!("somebody entered during a write (occupancy {seen})");
+        }
+    }
+
+    fn writer_to_reader(&self) {
+        if let Err(seen) =
+            self.occupancy
+                .compare_exchange(WRITER, 1, Ordering::SeqCst, Ordering::SeqCst)
+        {
+            panic!("somebody entered during a write before a downgrade (occupancy {seen})");
+        }
+    }
+
+    fn sum(&self) -> i64 {
+        self.array
+            .iter()
+            .map(|s| s.load(Ordering::Relaxed))
+            .fold(0i64, i64::wrapping_add)
+    }
+}
+
+fn next(state: &mut u64) -> u64 {
+    // xorshift64*
+    let mut x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+}
+
+type Downgrade<'a, R> = Option<
+    &'a (dyn Fn(&R, <R as RawRwLock>::ExclusiveGuard) -> <R as RawRwLock>::SharedGuard + Sync),
+>;
+
+fn run<R: RawRwLock + Sync>(
+    lock: &R,
+    cfg: &StressConfig,
+    downgrade: Downgrade<'_, R>,
+) -> StressReport {
+    assert!(cfg.threads > 0, "StressConfig::threads must be at least 1");
+    assert!(cfg.write_percent <= 100 && cfg.try_percent <= 100);
+    let shared = Shared::new();
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for t in 0..cfg.threads {
+            let shared = &shared;
+            s.spawn(move || {
+                let mut rng = 0x9e37_79b9_7f4a_7c15u64 ^ ((t as u64 + 1) << 17);
+                for _ in 0..cfg.ops_per_thread {
+                    let roll = (next(&mut rng) % 100) as u32;
+                    let try_first = ((next(&mut rng) % 100) as u32) < cfg.try_percent;
+                    if roll < cfg.write_percent {
+                        let g = match try_first.then(|| lock.try_lock_exclusive()).flatten() {
+                            Some(g) => {
+                                shared.tries.fetch_add(1, Ordering::Relaxed);
+                                g
+                            }
+                            None => lock.lock_exclusive(),
+                        };
+                        shared.enter_write();
+                        shared.write_section(&mut rng, cfg.cs_len);
+                        match downgrade {
+                            Some(down) if roll.is_multiple_of(4) => {
+                                shared.writer_to_reader();
+                                let g = down(lock, g);
+                                shared.read_section(&mut rng, cfg.cs_len);
+                                shared.leave_read();
+                                // SAFETY: `g` is this thread's shared acquisition.
+                                unsafe { lock.unlock_shared(g) };
+                                shared.downgrades.fetch_add(1, Ordering::Relaxed);
+                            }
+                            _ => {
+                                shared.leave_write();
+                                // SAFETY: `g` is this thread's exclusive acquisition.
+                                unsafe { lock.unlock_exclusive(g) };
+                            }
+                        }
+                        shared.writes.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        let g = match try_first.then(|| lock.try_lock_shared()).flatten() {
+                            Some(g) => {
+                                shared.tries.fetch_add(1, Ordering::Relaxed);
+                                g
+                            }
+                            None => lock.lock_shared(),
+                        };
+                        shared.enter_read();
+                        shared.read_section(&mut rng, cfg.cs_len);
+                        shared.leave_read();
+                        // SAFETY: `g` is this thread's shared acquisition.
+                        unsafe { lock.unlock_shared(g) };
+                        shared.reads.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    let elapsed = start.elapsed();
+    assert_eq!(shared.sum(), 0, "zero-sum check failed: writes overlapped");
+    assert_eq!(shared.occupancy.load(Ordering::SeqCst), 0);
+    assert!(
+        !lock.is_locked(),
+        "lock still held after every thread released it"
+    );
+    let report = StressReport {
+        reads: shared.reads.load(Ordering::Relaxed),
+        writes: shared.writes.load(Ordering::Relaxed),
+        try_successes: shared.tries.load(Ordering::Relaxed),
+        downgrades: shared.downgrades.load(Ordering::Relaxed),
+        elapsed,
+    };
+    assert_eq!(
+        report.reads + report.writes,
+        cfg.threads * cfg.ops_per_thread
+    );
+    report
+}
+
+/// Runs the stress workload on `lock` and checks the invariants; panics on
+/// any violation.
+pub fn stress<R: RawRwLock + Sync>(lock: &R, cfg: &StressConfig) -> StressReport {
+    run(lock, cfg, None)
+}
+
+/// [`stress`], where a quarter of the writes downgrade to a read section.
+pub fn stress_downgrade<R: RawRwLockDowngrade + Sync>(
+    lock: &R,
+    cfg: &StressConfig,
+) -> StressReport {
+    let down = |l: &R, g: R::ExclusiveGuard| {
+        // SAFETY: the harness passes the exclusive guard of the acquisition
+        // it holds on `lock`.
+        unsafe { l.downgrade(g) }
+    };
+    let report = run(lock, cfg, Some(&down));
+    if cfg.write_percent >= 20 && cfg.ops_per_thread >= 1000 {
+        assert!(report.downgrades > 0, "downgrade path never exercised");
+    }
+    report
+}
+
+/// Runs [`stress`] at 1, 2 and 8 threads with the default configuration.
+pub fn stress_1_2_8<R: RawRwLock + Sync>(lock: &R) {
+    for threads in [1, 2, 8] {
+        stress(lock, &StressConfig::new(threads));
+    }
+}
+
+/// Try-lock and `is_locked*` semantics on a free lock, single-threaded.
+pub fn check_try_lock<R: RawRwLock>(lock: &R) {
+    assert!(
+        !lock.is_locked() && !lock.is_locked_exclusive(),
+        "fresh lock reports held"
+    );
+    let r1 = lock
+        .try_lock_shared()
+        .expect("try_lock_shared on a free lock");
+    let r2 = lock
+        .try_lock_shared()
+        .expect("a second reader must be admitted");
+    assert!(lock.is_locked() && !lock.is_locked_exclusive());
+    assert!(
+        lock.try_lock_exclusive().is_none(),
+        "writer admitted beside readers"
+    );
+    // SAFETY: our shared acquisitions.
+    unsafe {
+        lock.unlock_shared(r1);
+        assert!(
+            lock.try_lock_exclusive().is_none(),
+            "writer admitted beside a reader"
+        );
+        lock.unlock_shared(r2);
+    }
+    assert!(!lock.is_locked(), "released lock reports held");
+    let w = lock
+        .try_lock_exclusive()
+        .expect("try_lock_exclusive on a free lock");
+    assert!(lock.is_locked() && lock.is_locked_exclusive());
+    assert!(
+        lock.try_lock_shared().is_none(),
+        "reader admitted beside a writer"
+    );
+    assert!(lock.try_lock_exclusive().is_none(), "two writers admitted");
+    // SAFETY: our exclusive acquisition.
+    unsafe { lock.unlock_exclusive(w) };
+    assert!(!lock.is_locked());
+    let w = lock.lock_exclusive();
+    // SAFETY: our exclusive acquisition.
+    unsafe { lock.unlock_exclusive(w) };
+    let r = lock.lock_shared();
+    // SAFETY: our shared acquisition.
+    unsafe { lock.unlock_shared(r) };
+    assert!(!lock.is_locked());
+}
+
+/// Downgrade keeps writers out and lets readers in.
+pub fn check_downgrade<R: RawRwLockDowngrade>(lock: &R) {
+    let w = lock.lock_exclusive();
+    // SAFETY: our exclusive acquisition.
+    let r = unsafe { lock.downgrade(w) };
+    assert!(
+        lock.is_locked() && !lock.is_locked_exclusive(),
+        "downgraded lock is exclusive"
+    );
+    assert!(
+        lock.try_lock_exclusive().is_none(),
+        "writer admitted after a downgrade"
+    );
+    let r2 = lock
+        .try_lock_shared()
+        .expect("reader refused beside a downgraded reader");
+    // SAFETY: our shared acquisitions.
+    unsafe {
+        lock.unlock_shared(r2);
+        lock.unlock_shared(r);
+    }
+    assert!(!lock.is_locked());
+}
+
+/// A panic inside a read or write critical section releases the lock.
+pub fn check_panic_releases<R: RawRwLock + Sync>(lock: &lock_api::RwLock<R, u64>) {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let w = catch_unwind(AssertUnwindSafe(|| {
+        let mut g = lock.write();
+        *g += 1;
+        panic!("inside a write section");
+    }));
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        let g = lock.read();
+        assert_eq!(*g, 1);
+        panic!("inside a read section");
+    }));
+    std::panic::set_hook(hook);
+    assert!(w.is_err() && r.is_err());
+    assert!(
+        !lock.is_locked(),
+        "a panicking guard did not release the lock"
+    );
+    *lock.try_write().expect("lock free after panics") += 1;
+    assert_eq!(*lock.read(), 2);
+}
+
+/// Who entered, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entry {
+    /// Reader number `n`.
+    Reader(u32),
+    /// Writer number `n`.
+    Writer(u32),
+}
+
+/// Phase-fairness (Brandenburg-Anderson): a reader waits for at most one
+/// writer phase, a writer for at most one reader phase.
+///
+/// Scenario: reader R0 holds the lock; writer W1 arrives (waits for R0);
+/// reader R1 arrives (must wait: a writer is present); writer W2 arrives.
+/// When R0 leaves, W1 enters; when W1 leaves, R1 must enter **before** W2
+/// (it waited one writer phase), and W2 after R1 (one reader phase).
+///
+/// `arrived(readers, writers)` must say whether that many readers (R0
+/// included) and writers have reached the lock's waiting state; the caller
+/// answers from the lock's internals (e.g. its arrival counters).
+pub fn check_phase_fairness<R: RawRwLock + Sync>(
+    lock: &R,
+    arrived: &(dyn Fn(u32, u32) -> bool + Sync),
+) {
+    let log = Mutex::new(Vec::new());
+    let settle = |r, w| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !arrived(r, w) {
+            assert!(
+                Instant::now() < deadline,
+                "threads never arrived ({r} readers, {w} writers)"
+            );
+            std::thread::yield_now();
+        }
+        // Give a waiter that just arrived time to reach its wait.
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let r0 = lock.lock_shared();
+    log.lock().unwrap().push(Entry::Reader(0));
+    std::thread::scope(|s| {
+        let log = &log;
+        s.spawn(move || {
+            let g = lock.lock_exclusive();
+            log.lock().unwrap().push(Entry::Writer(1));
+            std::thread::sleep(Duration::from_millis(20));
+            // SAFETY: our exclusive acquisition.
+            unsafe { lock.unlock_exclusive(g) };
+        });
+        settle(1, 1);
+        s.spawn(move || {
+            let g = lock.lock_shared();
+            log.lock().unwrap().push(Entry::Reader(1));
+            std::thread::sleep(Duration::from_millis(20));
+            // SAFETY: our shared acquisition.
+            unsafe { lock.unlock_shared(g) };
+        });
+        settle(2, 1);
+        s.spawn(move || {
+            let g = lock.lock_exclusive();
+            log.lock().unwrap().push(Entry::Writer(2));
+            // SAFETY: our exclusive acquisition.
+            unsafe { lock.unlock_exclusive(g) };
+        });
+        settle(2, 2);
+        assert_eq!(
+            *log.lock().unwrap(),
+            [Entry::Reader(0)],
+            "somebody entered beside R0's hold"
+        );
+        // SAFETY: our shared acquisition.
+        unsafe { lock.unlock_shared(r0) };
+    });
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            Entry::Reader(0),
+            Entry::Writer(1),
+            Entry::Reader(1),
+            Entry::Writer(2)
+        ],
+        "not phase-fair"
+    );
+}
