@@ -111,8 +111,9 @@ impl<W: WaitPolicy> BrLock<W> {
         }
         // Relaxed: written before the Release publication we acquired.
         let len = self.len.load(Ordering::Relaxed);
-        // SAFETY: `p` was published by `init` as a leaked boxed slice of
-        // `len` elements and is freed only by `drop` (`&mut self`).
+        // `init` published `p` as a leaked boxed slice of `len` elements;
+        // only `drop` (`&mut self`) frees it.
+        // SAFETY: `p` points to `len` initialised sub-locks that outlive `&self`.
         unsafe { core::slice::from_raw_parts(p, len) }
     }
 
@@ -185,8 +186,8 @@ impl<W: WaitPolicy> BrLock<W> {
     /// Releases the exclusive hold of sub-locks `range`.
     fn write_unlock_range(subs: &[Sub<W>], range: core::ops::Range<usize>) {
         for sub in &subs[range] {
-            // SAFETY: the caller holds these sub-locks exclusively; PfTicket's
-            // guards are stateless.
+            // PfTicket's guards are stateless, so a fresh one stands for ours.
+            // SAFETY: the caller holds these sub-locks exclusively.
             unsafe { sub.unlock_exclusive(lock_api::GuardSend::new()) };
         }
     }
@@ -198,8 +199,8 @@ impl<W: WaitPolicy> Drop for BrLock<W> {
         let p = self.subs.load(Ordering::Relaxed);
         if !p.is_null() {
             let len = self.len.load(Ordering::Relaxed);
-            // SAFETY: `p` is the array published by `init` with `len`
-            // elements; we have exclusive access, nobody can use it again.
+            // `p` is the array `init` leaked with `len` elements.
+            // SAFETY: `&mut self`: nobody can use the array again.
             drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(p, len)) });
         }
     }

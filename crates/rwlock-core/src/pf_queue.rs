@@ -240,9 +240,10 @@ impl<W: WaitPolicy> PfQueue<W> {
         // to write into.
         let prev = self.wtail.swap(me, Ordering::AcqRel);
         if !prev.is_null() {
-            // SAFETY: the predecessor keeps its node until it has handed the
-            // head role on, which needs this link (it waits for it).
-            // Release: pairs with the predecessor's Acquire load of `next`.
+            // The predecessor keeps its node until it has handed the head role
+            // on, which waits for this very link. Release: pairs with the
+            // predecessor's Acquire load of `next`.
+            // SAFETY: so `prev` is live.
             unsafe { (*prev).next.store(me, Ordering::Release) };
             node.latch.wait::<W>();
         }
@@ -267,8 +268,8 @@ impl<W: WaitPolicy> PfQueue<W> {
             // few instructions. Acquire: pairs with its Release link.
             spin_until::<W>(|| !node.next.load(Ordering::Acquire).is_null());
             let next = node.next.load(Ordering::Acquire);
-            // SAFETY: the successor waits on its latch, alive until opened;
-            // we do not touch it afterwards.
+            // We do not touch the successor's node after opening its latch.
+            // SAFETY: the successor waits on its latch, alive until opened.
             unsafe { Latch::open(&(*next).latch) };
         }
         phase
@@ -330,8 +331,8 @@ impl<W: WaitPolicy> PfQueue<W> {
         let mut cur = self.rtail[phase as usize].swap(closed(), Ordering::AcqRel);
         while !cur.is_null() {
             debug_assert_ne!(cur, closed(), "reader queue closed twice");
-            // SAFETY: a queued reader's node lives until its latch is opened;
-            // `next` is read before opening and the node not touched after.
+            // `next` is read before opening; the node is not touched after.
+            // SAFETY: a queued reader's node lives until its latch is opened.
             unsafe {
                 let next = (*cur).next.load(Ordering::Relaxed);
                 Latch::open(&(*cur).latch);

@@ -11,6 +11,15 @@
 //! - Guards are not `Send`: POSIX leaves unlocking from another thread
 //!   undefined. This adapter carries no per-acquisition state (the pthread
 //!   lock tracks its own owner).
+//!
+//! ```compile_fail
+//! // A pthread guard cannot leave its thread.
+//! let lock = lock_api::RwLock::<rwlock_core::PthreadRwLock, u32>::new(0);
+//! std::thread::scope(|s| {
+//!     let guard = lock.read();
+//!     s.spawn(move || drop(guard));
+//! });
+//! ```
 //! - Panics: an error from `pthread_rwlock_*` (`EAGAIN`: too many readers;
 //!   `EDEADLK`: the calling thread already holds the write lock; `EPERM` on
 //!   unlock: not held) panics with the error's name rather than corrupting
@@ -98,8 +107,9 @@ impl Drop for PthreadRwLock {
             return;
         }
         let raw = UnsafeCell::raw_get(p);
-        // SAFETY: `raw` is our initialised lock; we have exclusive access, so
-        // a failed try-lock means an acquisition was leaked (forgotten guard).
+        // We have exclusive access, so a failed try-lock means an acquisition
+        // was leaked (a forgotten guard): then leak the lock too.
+        // SAFETY: `raw` is our initialised pthread rwlock.
         unsafe {
             if libc::pthread_rwlock_trywrlock(raw) == 0 {
                 libc::pthread_rwlock_unlock(raw);
@@ -192,7 +202,8 @@ unsafe impl lock_api::RawRwLock for PthreadRwLock {
 
     fn is_locked(&self) -> bool {
         // POSIX offers no pure query; this adapter answers with a try-lock
-        // that is immediately undone (documented deviation).
+        // that is immediately undone (documented deviation). Acquire: pairs
+        // with the Release CAS in `init` (as in `raw`).
         if self.inner.load(Ordering::Acquire).is_null() {
             return false;
         }
@@ -209,6 +220,7 @@ unsafe impl lock_api::RawRwLock for PthreadRwLock {
     }
 
     fn is_locked_exclusive(&self) -> bool {
+        // Acquire: pairs with the Release CAS in `init` (as in `raw`).
         if self.inner.load(Ordering::Acquire).is_null() {
             return false;
         }

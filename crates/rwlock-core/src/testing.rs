@@ -72,6 +72,10 @@ pub struct StressReport {
     pub elapsed: Duration,
 }
 
+/// Orderings: the occupancy word uses SeqCst throughout so that the check
+/// never leans on the ordering of the lock under test; the array is Relaxed
+/// (it is the data the lock must order); the counters are Relaxed tallies
+/// read after the threads are joined (joining orders them).
 struct Shared {
     occupancy: AtomicIsize,
     array: [AtomicI64; SLOTS],
@@ -278,8 +282,7 @@ pub fn stress_downgrade<R: RawRwLockDowngrade + Sync>(
     cfg: &StressConfig,
 ) -> StressReport {
     let down = |l: &R, g: R::ExclusiveGuard| {
-        // SAFETY: the harness passes the exclusive guard of the acquisition
-        // it holds on `lock`.
+        // SAFETY: the harness passes its own exclusive acquisition of `lock`.
         unsafe { l.downgrade(g) }
     };
     let report = run(lock, cfg, Some(&down));

@@ -230,9 +230,9 @@ impl Waiters {
         #[cfg(loom)]
         self.bucket.park_while(|| !ready());
         #[cfg(not(loom))]
-        // SAFETY: the key is the address of this `Waiters`, which is part of a
-        // lock that outlives every thread using it; `validate` does not panic
-        // (`ready` must not) and calls nothing in parking_lot.
+        // The key is the address of this `Waiters`, part of a lock that
+        // outlives every thread using it; `ready` must not panic.
+        // SAFETY: our own key; `validate` neither panics nor calls parking_lot.
         unsafe {
             parking_lot_core::park(
                 self.key(),
@@ -352,8 +352,8 @@ impl Latch {
         self.bucket
             .park_while(|| self.state.load(Ordering::Relaxed) == LATCH_PARKED);
         #[cfg(not(loom))]
-        // SAFETY: the key is this latch's address, alive while we wait; the
-        // validate closure neither panics nor calls parking_lot.
+        // The key is this latch's address, alive while we wait.
+        // SAFETY: our own key; `validate` neither panics nor calls parking_lot.
         unsafe {
             let key = self as *const Self as usize;
             parking_lot_core::park(
@@ -377,8 +377,8 @@ impl Latch {
     /// again.
     #[inline]
     pub unsafe fn open(this: *const Latch) {
-        // SAFETY: live per the contract; this is our last access unless the
-        // waiter parked.
+        // This is our last access unless the waiter parked.
+        // SAFETY: the latch is live per the contract.
         let state = unsafe { &(*this).state };
         // Release: pairs with the Acquire in `is_open`/`park`, publishing
         // whatever the opener wrote before (e.g. the lock hand-off).
@@ -396,8 +396,9 @@ impl Latch {
     #[cfg(loom)]
     #[cold]
     fn open_parked(this: *const Latch) {
-        // SAFETY: the waiter is parked (or about to check under the bucket
-        // lock, which we hold while storing OPEN), so the latch is alive.
+        // The waiter is parked, or about to check under the bucket lock,
+        // which we hold while storing OPEN.
+        // SAFETY: so the waiter cannot have left: the latch is alive.
         let latch = unsafe { &*this };
         latch.bucket.notify_one_after(|| {
             debug_assert_eq!(latch.state.load(Ordering::Relaxed), LATCH_PARKED);
@@ -409,9 +410,9 @@ impl Latch {
     #[cfg(not(loom))]
     #[cold]
     fn open_parked(this: *const Latch) {
-        // SAFETY: the waiter announced PARKED and cannot leave before it sees
-        // OPEN, which we store under the bucket lock inside the callback; the
-        // key is the latch's (still live) address.
+        // The waiter announced PARKED and cannot leave before it sees OPEN,
+        // which we store under the bucket lock inside the callback.
+        // SAFETY: so the latch stays alive until then; the key is its address.
         unsafe {
             parking_lot_core::unpark_one(this as usize, |_| {
                 // Release: pairs with the waiter's Acquire in `is_open`.

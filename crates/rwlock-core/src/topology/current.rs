@@ -90,6 +90,7 @@ fn dealt_cpu() -> usize {
         if let Some(cpu) = dealt.get() {
             return cpu;
         }
+        // Relaxed: only a deal counter; no other memory depends on it.
         let cpu = NEXT.fetch_add(1, Ordering::Relaxed) % Topology::global().cpu_count();
         dealt.set(Some(cpu));
         cpu

@@ -34,8 +34,9 @@ pub fn sched_getcpu() -> Option<usize> {
 #[inline]
 pub fn getcpu_syscall() -> Option<usize> {
     let mut cpu: libc::c_uint = 0;
-    // SAFETY: `getcpu` writes one `c_uint` through its first argument, which
-    // points to a live local; its other two arguments may be null.
+    // `getcpu` writes one `c_uint` through its first argument; the other two
+    // may be null.
+    // SAFETY: the first argument points to a live local `c_uint`.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_getcpu,
@@ -189,8 +190,7 @@ mod rseq_area {
     fn lookup() -> Option<isize> {
         // glibc 2.35+ exports both from ld.so; older C libraries do not, and
         // `dlsym` then returns null.
-        // SAFETY: `dlsym` with `RTLD_DEFAULT` and NUL-terminated names has no
-        // other preconditions.
+        // SAFETY: `dlsym` with `RTLD_DEFAULT` and NUL-terminated names.
         let (offset, size) = unsafe {
             (
                 libc::dlsym(libc::RTLD_DEFAULT, c"__rseq_offset".as_ptr()),
@@ -200,9 +200,9 @@ mod rseq_area {
         if offset.is_null() || size.is_null() {
             return None;
         }
-        // SAFETY: glibc defines `const unsigned int __rseq_size` and
-        // `const ptrdiff_t __rseq_offset`, set before `main` and never
-        // changed; the pointers come from `dlsym` and are suitably aligned.
+        // glibc defines `const unsigned int __rseq_size` and
+        // `const ptrdiff_t __rseq_offset`, set before `main`, never changed.
+        // SAFETY: `dlsym` found both; they are aligned and initialised.
         let (offset, size) = unsafe { (*offset.cast::<isize>(), *size.cast::<u32>()) };
         // `__rseq_size` is 0 when registration failed or was disabled; the
         // area must at least cover `cpu_id_start` and `cpu_id`.
@@ -210,9 +210,10 @@ mod rseq_area {
     }
 
     fn agrees_with_the_kernel(offset: isize) -> bool {
-        // SAFETY: `offset` is glibc's `__rseq_offset` and `__rseq_size`
-        // says the area is registered.
-        super::agrees_with_the_kernel(|| unsafe { cpu_id(offset) })
+        super::agrees_with_the_kernel(|| {
+            // SAFETY: `offset` is glibc's `__rseq_offset`, with a registered area.
+            unsafe { cpu_id(offset) }
+        })
     }
 
     /// The `cpu_id` field (`struct rseq` offset 4) of the calling thread's
@@ -225,12 +226,12 @@ mod rseq_area {
     #[inline]
     pub(super) unsafe fn cpu_id(offset: isize) -> Option<usize> {
         let cpu: i32;
-        // SAFETY: glibc places every thread's `struct rseq` (at least
-        // `__rseq_size` bytes) at thread pointer + `__rseq_offset` for the
-        // thread's whole life, and the thread pointer is the `fs` base, so
-        // the 4-byte load at `fs:[offset + 4]` reads this thread's `cpu_id`.
-        // The asm only reads memory, and is not `pure`: every call reloads,
-        // as the kernel may have rewritten the field since the last one.
+        // glibc places every thread's `struct rseq` (at least `__rseq_size`
+        // bytes) at thread pointer + `__rseq_offset` for the thread's whole
+        // life, and the thread pointer is the `fs` base. The asm only reads
+        // memory, and is not `pure`: every call reloads, as the kernel may
+        // have rewritten the field since the last one.
+        // SAFETY: so the 4-byte load at `fs:[offset + 4]` reads our `cpu_id`.
         unsafe {
             core::arch::asm!(
                 "mov {cpu:e}, dword ptr fs:[{offset} + 4]",
@@ -306,8 +307,8 @@ mod x86 {
     #[inline]
     pub(super) unsafe fn rdpid_unchecked() -> usize {
         let aux: u64;
-        // SAFETY: the caller guarantees RDPID exists; it only writes the
-        // output register and touches neither memory, the stack nor flags.
+        // RDPID only writes its output register: no memory, stack or flags.
+        // SAFETY: the caller guarantees the CPU supports RDPID.
         unsafe {
             core::arch::asm!(
                 "rdpid {aux}",
