@@ -1,7 +1,15 @@
-//! The workspace's root package: benchmarks (`benches/`), examples and
-//! cross-crate tests (`tests/`) of the NUMA-aware reader-writer locks.
+//! The workspace's root package: the comparison harness (`benches/rwbench.rs`
+//! drives [`workloads`] over every lock of [`registry`] and writes [`report`]s),
+//! the criterion latency bench, examples and cross-crate tests (`tests/`).
 //!
 //! The locks themselves live in their own crates; this package re-exports
 //! them so that benches, examples and tests name every family in one place.
 
 pub use rwlock_core;
+
+pub mod bench_lock;
+#[cfg(has_ck)]
+pub mod ck;
+pub mod registry;
+pub mod report;
+pub mod workloads;

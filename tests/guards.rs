@@ -81,3 +81,25 @@ fn sixty_four_threads_through_statics() {
     oversubscribed(&COUNTER_B);
     oversubscribed(&COUNTER_P);
 }
+
+#[test]
+fn a_locked_lock_may_be_moved_and_dropped() {
+    // lock_api: "a caller with exclusive ownership of the lock object may move
+    // or drop it even while it is locked".
+    fn check<R: RawRwLock>() {
+        let lock = RwLock::<R, Vec<u8>>::new(vec![1]);
+        std::mem::forget(lock.read());
+        let moved = Box::new(lock);
+        assert!(moved.is_locked());
+        drop(moved);
+        let lock = RwLock::<R, Vec<u8>>::new(vec![2]);
+        std::mem::forget(lock.write());
+        let moved = Box::new(lock);
+        assert!(moved.is_locked_exclusive());
+        drop(moved);
+    }
+    check::<PfTicket>();
+    check::<PfQueue>();
+    check::<BrLock>();
+    check::<PthreadRwLock>();
+}

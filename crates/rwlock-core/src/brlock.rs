@@ -16,8 +16,11 @@
 //! - **Writer**: write-lock every sub-lock in index order (the fixed order
 //!   rules out deadlock between writers), unlock them all.
 //!
-//! The sub-locks are [`PfTicket`]s, each on its own [`CachePadded`] line, so
-//! the lock inherits PF-T's phase-fairness per sub-lock.
+//! The sub-locks are [`PfTicket`]s, each on its own [`CachePadded`] line.
+//! Phase-fairness holds per sub-lock only, **not** for the brlock as a
+//! whole: a writer that has taken sub-locks `0..i` and waits for the readers
+//! of sub-lock `i` does not stop new readers on sub-locks `i+1..n`, so it
+//! may wait for up to `n` reader phases.
 //!
 //! # Allocation and footprint
 //!
@@ -170,11 +173,20 @@ impl<W: WaitPolicy> BrLock<W> {
         BrLockReadGuard { index }
     }
 
+    #[cfg(not(loom))]
     #[inline]
     fn current_index(len: usize) -> usize {
         let cpu = crate::topology::current_cpu();
         // Avoid the division on the common path.
         if cpu < len { cpu } else { cpu % len }
+    }
+
+    /// Inside a loom model every thread runs on one OS thread, so the real
+    /// CPU number would make the model nondeterministic: every model thread
+    /// "runs on CPU 0" and spreads explicitly with `lock_shared_on`.
+    #[cfg(loom)]
+    fn current_index(_len: usize) -> usize {
+        0
     }
 
     fn write_lock(&self) {
@@ -437,6 +449,89 @@ mod loom_tests {
             for r in rs {
                 assert!(r.join().unwrap() <= 1);
             }
+        });
+    }
+
+    /// A failed `try_lock_exclusive` must release the sub-locks it took; a
+    /// reader "migrates" (takes sub-lock 1, unlocks through its guard while
+    /// the model says it runs on CPU 0).
+    #[test]
+    fn brlock_failed_try_write_releases_and_reader_migrates() {
+        loom::model(|| {
+            let s = Arc::new(Shared {
+                lock: BrLock::with_sub_locks(2),
+                data: UnsafeCell::new(0),
+            });
+            let r = {
+                let s = s.clone();
+                thread::spawn(move || {
+                    let g = s.lock.lock_shared_on(1);
+                    // SAFETY: shared access under the lock.
+                    let v = s.data.with(|p| unsafe { *p });
+                    // SAFETY: our shared acquisition (sub-lock 1, whatever
+                    // the current CPU is).
+                    unsafe { s.lock.unlock_shared(g) };
+                    v
+                })
+            };
+            if let Some(g) = s.lock.try_lock_exclusive() {
+                // SAFETY: exclusive access under the lock.
+                s.data.with_mut(|p| unsafe { *p += 10 });
+                // SAFETY: our exclusive acquisition.
+                unsafe { s.lock.unlock_exclusive(g) };
+            }
+            let v = r.join().unwrap();
+            assert!(v == 0 || v == 10);
+            let g = s.lock.lock_exclusive();
+            // SAFETY: exclusive access under the lock.
+            s.data.with_mut(|p| unsafe { *p += 1 });
+            // SAFETY: our exclusive acquisition.
+            unsafe { s.lock.unlock_exclusive(g) };
+        });
+    }
+
+    /// A downgraded writer keeps excluding writers and admits readers.
+    #[test]
+    fn brlock_downgrade_vs_reader_and_writer() {
+        use lock_api::RawRwLockDowngrade;
+        loom::model(|| {
+            let s = Arc::new(Shared {
+                lock: BrLock::with_sub_locks(2),
+                data: UnsafeCell::new(0),
+            });
+            let r = {
+                let s = s.clone();
+                thread::spawn(move || {
+                    let g = s.lock.lock_shared_on(1);
+                    // SAFETY: shared access under the lock.
+                    let v = s.data.with(|p| unsafe { *p });
+                    // SAFETY: our shared acquisition.
+                    unsafe { s.lock.unlock_shared(g) };
+                    v
+                })
+            };
+            let w = {
+                let s = s.clone();
+                thread::spawn(move || {
+                    let g = s.lock.lock_exclusive();
+                    // SAFETY: exclusive access under the lock.
+                    s.data.with_mut(|p| unsafe { *p += 10 });
+                    // SAFETY: our exclusive acquisition.
+                    unsafe { s.lock.unlock_exclusive(g) };
+                })
+            };
+            let g = s.lock.lock_exclusive();
+            // SAFETY: exclusive access under the lock.
+            s.data.with_mut(|p| unsafe { *p += 1 });
+            // SAFETY: our exclusive acquisition.
+            let g = unsafe { s.lock.downgrade(g) };
+            // SAFETY: shared access under the downgraded lock.
+            let mine = s.data.with(|p| unsafe { *p });
+            assert!(mine == 1 || mine == 11);
+            // SAFETY: our shared acquisition.
+            unsafe { s.lock.unlock_shared(g) };
+            assert!([0, 1, 10, 11].contains(&r.join().unwrap()));
+            w.join().unwrap();
         });
     }
 }

@@ -43,23 +43,35 @@
 //! reader phase, as in PF-T; writers are FIFO among themselves except that a
 //! writer arriving at an empty queue may take a free lock directly.
 //!
+//! One hazard user space cannot avoid (qspinlock disables preemption
+//! instead): a queued writer preempted between its swap into `wtail` and
+//! its link into the predecessor's node makes the head, which holds
+//! `LOCKED`, wait for it (yielding) before it can hand the head role on.
+//!
+//! Like every fair (FIFO hand-off) lock, PF-T and PF-Q are slow when threads
+//! outnumber cores: the lock is handed to a waiter that may be parked or
+//! preempted. The comparison harness shows the cost (`cargo bench --bench
+//! rwbench`, oversubscribed rows); parking_lot's barging lock does not pay it.
+//!
 //! # Waiting and footprint
 //!
 //! Queue waits are local ([`Latch`]: spin, yield, park on the node); the queue
 //! head's wait for `LOCKED` and the writer's wait for departing readers go
-//! through the lock's [`Waiters`]. 40 bytes on 64-bit targets (asserted in a
+//! through the lock's [`Waiters`]. 48 bytes on 64-bit targets (asserted in a
 //! test), not padded.
 
 use core::fmt;
 use core::marker::PhantomData;
 use core::ptr;
 
-use crate::sync::{AtomicPtr, AtomicU32, Ordering};
+use crate::sync::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use crate::wait::{DefaultWait, Latch, WaitPolicy, Waiters, spin_until};
 
-const RINC: u32 = 0x100;
-const WBITS: u32 = 0x3;
-const PRES: u32 = 0x2;
+/// Reader counters are 64 bits wide for the reason given in `pf_ticket`:
+/// forgetting 2^24 guards must not wrap them.
+const RINC: u64 = 0x100;
+const WBITS: u64 = 0x3;
+const PRES: u64 = 0x2;
 const PHID: u32 = 0x1;
 
 const LOCKED: u32 = 0x1;
@@ -94,8 +106,8 @@ pub struct PfQueueWriteGuard {
 ///
 /// Guards are `Send`: any thread may release an acquisition.
 pub struct PfQueue<W: WaitPolicy = DefaultWait> {
-    rin: AtomicU32,
-    rout: AtomicU32,
+    rin: AtomicU64,
+    rout: AtomicU64,
     wstate: AtomicU32,
     waiters: Waiters,
     wtail: AtomicPtr<WriterNode>,
@@ -114,8 +126,8 @@ impl<W: WaitPolicy> PfQueue<W> {
         /// An unlocked lock.
         pub fn new() -> Self {
             PfQueue {
-                rin: AtomicU32::new(0),
-                rout: AtomicU32::new(0),
+                rin: AtomicU64::new(0),
+                rout: AtomicU64::new(0),
                 wstate: AtomicU32::new(0),
                 waiters: Waiters::new(),
                 wtail: AtomicPtr::new(ptr::null_mut()),
@@ -139,13 +151,13 @@ impl<W: WaitPolicy> PfQueue<W> {
     }
 
     #[cold]
-    fn read_wait(&self, w: u32) {
+    fn read_wait(&self, w: u64) {
         let node = ReaderNode {
             next: AtomicPtr::new(ptr::null_mut()),
             latch: Latch::new(),
         };
         let me = &node as *const ReaderNode as *mut ReaderNode;
-        let queue = &self.rtail[(w & PHID) as usize];
+        let queue = &self.rtail[(w & u64::from(PHID)) as usize];
         // Acquire: if CLOSED, pairs with the writer's Release swap, after its
         // critical section. The writer opened this queue before its Release
         // announcement, which our Acquire RMW of rin read, so we never see a
@@ -282,7 +294,10 @@ impl<W: WaitPolicy> PfQueue<W> {
         // Relaxed: published by the Release (AcqRel) announcement below, which
         // every reader that sees the bits reads with an Acquire RMW.
         self.rtail[phase as usize].store(ptr::null_mut(), Ordering::Relaxed);
-        let rticket = self.rin.fetch_add(PRES | phase, Ordering::AcqRel) & !WBITS;
+        let rticket = self
+            .rin
+            .fetch_add(PRES | u64::from(phase), Ordering::AcqRel)
+            & !WBITS;
         // Acquire: pairs with the departing readers' SeqCst increments.
         if self.rout.load(Ordering::Acquire) != rticket {
             self.waiters
@@ -306,7 +321,12 @@ impl<W: WaitPolicy> PfQueue<W> {
             self.rtail[phase as usize].store(ptr::null_mut(), Ordering::Relaxed);
             if self
                 .rin
-                .compare_exchange(r, r | PRES | phase, Ordering::AcqRel, Ordering::Relaxed)
+                .compare_exchange(
+                    r,
+                    r | PRES | u64::from(phase),
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                )
                 .is_ok()
             {
                 return Some(phase);
@@ -366,8 +386,10 @@ impl<W: WaitPolicy> PfQueue<W> {
     fn write_to_read(&self, phase: u32) {
         // Become a counted reader and clear the bits in one RMW (see PfTicket).
         // Release: pairs with the readers admitted by the clear.
-        self.rin
-            .fetch_add(RINC.wrapping_sub(PRES | phase), Ordering::Release);
+        self.rin.fetch_add(
+            RINC.wrapping_sub(PRES | u64::from(phase)),
+            Ordering::Release,
+        );
         self.release_lockword(phase);
     }
 
@@ -481,7 +503,7 @@ mod tests {
 
     #[test]
     fn footprint() {
-        assert_eq!(core::mem::size_of::<PfQueue>(), 40);
+        assert_eq!(core::mem::size_of::<PfQueue>(), 48);
         assert!(core::mem::size_of::<crate::CachePadded<PfQueue>>() <= 128);
     }
 
@@ -538,7 +560,7 @@ mod tests {
             let rin = l.rin.load(Ordering::Relaxed);
             let writer_present = rin & WBITS != 0;
             let writer_queued = !l.wtail.load(Ordering::Relaxed).is_null();
-            rin >> 8 == readers
+            rin >> 8 == u64::from(readers)
                 && match writers {
                     1 => writer_present,
                     _ => writer_present && writer_queued,
@@ -549,8 +571,8 @@ mod tests {
     #[test]
     fn phase_alternates_and_counters_wrap() {
         let l = PfQueue::<DefaultWait>::new();
-        l.rin.store(u32::MAX - RINC + 1, Ordering::Relaxed);
-        l.rout.store(u32::MAX - RINC + 1, Ordering::Relaxed);
+        l.rin.store(u64::MAX - RINC + 1, Ordering::Relaxed);
+        l.rout.store(u64::MAX - RINC + 1, Ordering::Relaxed);
         let mut phases = Vec::new();
         for _ in 0..4 {
             let g = l.lock_exclusive();
@@ -678,6 +700,61 @@ mod loom_tests {
             w.join().unwrap();
             let end = read(&s);
             assert!(end == 1 || end == 11);
+        });
+    }
+
+    /// The main thread holds the lock while two writers queue: the second
+    /// queues behind the first, so the MCS link and the latch hand-off of
+    /// the head role run (with two writers alone `prev` is never non-null).
+    #[test]
+    fn pfq_writer_queue_handoff() {
+        loom::model(|| {
+            let s = shared();
+            let g = s.lock.lock_exclusive();
+            let ws: Vec<_> = (0..2)
+                .map(|_| {
+                    let s = s.clone();
+                    thread::spawn(move || write(&s))
+                })
+                .collect();
+            crate::sync::yield_now();
+            // SAFETY: exclusive access under the lock.
+            s.data.with_mut(|p| unsafe { *p += 1 });
+            // SAFETY: our exclusive acquisition.
+            unsafe { s.lock.unlock_exclusive(g) };
+            for w in ws {
+                w.join().unwrap();
+            }
+            assert_eq!(read(&s), 3);
+        });
+    }
+
+    /// A reader blocked by W1 (phase 0) while W2 (phase 1) and W3 (phase 0,
+    /// the same reader queue reopened) follow: the reader must be admitted
+    /// by W1's release, never strand in W3's queue.
+    #[test]
+    fn pfq_reader_across_three_writer_phases() {
+        loom::model(|| {
+            let s = shared();
+            let g = s.lock.lock_exclusive();
+            let r = {
+                let s = s.clone();
+                thread::spawn(move || read(&s))
+            };
+            let w = {
+                let s = s.clone();
+                thread::spawn(move || {
+                    write(&s);
+                    write(&s)
+                })
+            };
+            // SAFETY: exclusive access under the lock.
+            s.data.with_mut(|p| unsafe { *p += 1 });
+            // SAFETY: our exclusive acquisition.
+            unsafe { s.lock.unlock_exclusive(g) };
+            assert!(r.join().unwrap() >= 1);
+            w.join().unwrap();
+            assert_eq!(read(&s), 3);
         });
     }
 }

@@ -8,7 +8,7 @@
 //! readers. Waiting readers busy-wait on a dedicated writer present bit
 //! encoded in the reader arrival counter").
 //!
-//! # State (four `u32` words)
+//! # State (two `u64` and two `u32` words)
 //!
 //! ```text
 //!  rin:  [ arrivals x RINC (24 bits) | 00000 | LAST | PRES | PHID ]   readers in, writer bits
@@ -46,8 +46,12 @@
 //! with ticket-derived phases it would break the alternation (found by the
 //! loom model `pft_failed_try_write_keeps_phases_alternating`).
 //!
-//! Counters wrap modulo 2^32 and are only compared for equality. At most
-//! 2^24 - 1 readers may hold or wait at once.
+//! Counters wrap and are only compared for equality. The reader counters are
+//! 64 bits wide (56 bits of count): 32 bits would let safe code overflow
+//! them by `mem::forget`-ting 2^24 read guards (lock_api requires that
+//! forgetting a guard be safe), after which a writer would be admitted beside
+//! a live reader; 2^56 forgotten guards take decades. The ticket counters
+//! stay 32 bits (they wrap harmlessly: only equality with `win` matters).
 //!
 //! # Waiting
 //!
@@ -57,29 +61,29 @@
 //!
 //! # Footprint
 //!
-//! 20 bytes, 4-byte aligned (asserted in a test). The lock is not padded: put
+//! 32 bytes, 8-byte aligned (asserted in a test). The lock is not padded: put
 //! it in a [`CachePadded`](crate::CachePadded) if neighbours would share its line.
 
 use core::fmt;
 use core::marker::PhantomData;
 
-use crate::sync::{AtomicU32, Ordering};
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use crate::wait::{DefaultWait, WaitPolicy, Waiters};
 
-const RINC: u32 = 0x100;
+const RINC: u64 = 0x100;
 /// The writer bits readers look at.
-const WBITS: u32 = 0x3;
-const PRES: u32 = 0x2;
-const PHID: u32 = 0x1;
+const WBITS: u64 = 0x3;
+const PRES: u64 = 0x2;
+const PHID: u64 = 0x1;
 /// Phase of the most recent announcement; survives the writer's unlock.
-const LAST: u32 = 0x4;
+const LAST: u64 = 0x4;
 /// Everything below the reader count.
-const LOW: u32 = RINC - 1;
+const LOW: u64 = RINC - 1;
 
 /// The low byte of `rin` after announcing over `low` (which has no writer
 /// present): the phase flips, `PRES` is set.
 #[inline]
-const fn announced(low: u32) -> u32 {
+const fn announced(low: u64) -> u64 {
     let phase = ((low & LAST) >> 2) ^ 1;
     (phase << 2) | PRES | (phase & PHID)
 }
@@ -88,8 +92,8 @@ const fn announced(low: u32) -> u32 {
 ///
 /// Guards are stateless and `Send`: any thread may release an acquisition.
 pub struct PfTicket<W: WaitPolicy = DefaultWait> {
-    rin: AtomicU32,
-    rout: AtomicU32,
+    rin: AtomicU64,
+    rout: AtomicU64,
     win: AtomicU32,
     wout: AtomicU32,
     waiters: Waiters,
@@ -101,8 +105,8 @@ impl<W: WaitPolicy> PfTicket<W> {
         /// An unlocked lock.
         pub fn new() -> Self {
             PfTicket {
-                rin: AtomicU32::new(0),
-                rout: AtomicU32::new(0),
+                rin: AtomicU64::new(0),
+                rout: AtomicU64::new(0),
                 win: AtomicU32::new(0),
                 wout: AtomicU32::new(0),
                 waiters: Waiters::new(),
@@ -122,7 +126,7 @@ impl<W: WaitPolicy> PfTicket<W> {
     }
 
     #[cold]
-    fn read_wait(&self, w: u32) {
+    fn read_wait(&self, w: u64) {
         // Acquire: as above; the bits change only by the writer's Release clear
         // or by the next writer's announcement, which follows that clear in
         // rin's modification order.
@@ -378,7 +382,7 @@ mod tests {
 
     #[test]
     fn footprint() {
-        assert_eq!(core::mem::size_of::<PfTicket>(), 20);
+        assert_eq!(core::mem::size_of::<PfTicket>(), 32);
         assert!(core::mem::size_of::<crate::CachePadded<PfTicket>>() <= 128);
     }
 
@@ -421,7 +425,7 @@ mod tests {
     fn phase_fair() {
         let l = PfTicket::<DefaultWait>::new();
         crate::testing::check_phase_fairness(&l, &|readers, writers| {
-            l.rin.load(Ordering::Relaxed) >> 8 == readers
+            l.rin.load(Ordering::Relaxed) >> 8 == u64::from(readers)
                 && l.win.load(Ordering::Relaxed) == writers
         });
     }
@@ -429,8 +433,8 @@ mod tests {
     #[test]
     fn counters_wrap() {
         let l = PfTicket::<DefaultWait>::new();
-        l.rin.store(u32::MAX - RINC + 1, Ordering::Relaxed);
-        l.rout.store(u32::MAX - RINC + 1, Ordering::Relaxed);
+        l.rin.store(u64::MAX - RINC + 1, Ordering::Relaxed);
+        l.rout.store(u64::MAX - RINC + 1, Ordering::Relaxed);
         l.win.store(u32::MAX, Ordering::Relaxed);
         l.wout.store(u32::MAX, Ordering::Relaxed);
         for _ in 0..4 {
@@ -580,6 +584,34 @@ mod loom_tests {
             r.join().unwrap();
             let v = w.join().unwrap();
             assert!(v == 1 || v == 11);
+        });
+    }
+
+    /// A reader blocked by W1 while W2 and W3 follow (W3 has W1's phase bit):
+    /// the reader must see a change of the bits before W3 can announce.
+    #[test]
+    fn pft_reader_across_three_writer_phases() {
+        loom::model(|| {
+            let s = shared();
+            let g = s.lock.lock_exclusive();
+            let r = {
+                let s = s.clone();
+                thread::spawn(move || read(&s))
+            };
+            let w = {
+                let s = s.clone();
+                thread::spawn(move || {
+                    write(&s);
+                    write(&s)
+                })
+            };
+            // SAFETY: exclusive access under the lock.
+            s.data.with_mut(|p| unsafe { *p += 1 });
+            // SAFETY: our exclusive acquisition.
+            unsafe { s.lock.unlock_exclusive(g) };
+            assert!(r.join().unwrap() >= 1);
+            w.join().unwrap();
+            assert_eq!(read(&s), 3);
         });
     }
 }

@@ -377,7 +377,10 @@ impl Latch {
     /// again.
     #[inline]
     pub unsafe fn open(this: *const Latch) {
-        // This is our last access unless the waiter parked.
+        // This is our last access unless the waiter parked. After a
+        // successful WAITING -> OPEN the waiter may free the latch while
+        // `state` is still in scope but no longer used: the same pattern as
+        // `Arc::drop` (rust-lang/rust#55005), accepted in practice.
         // SAFETY: the latch is live per the contract.
         let state = unsafe { &(*this).state };
         // Release: pairs with the Acquire in `is_open`/`park`, publishing

@@ -1,0 +1,112 @@
+//! One interface over every lock the harness compares.
+//!
+//! The workloads are generic over [`BenchLock`] and monomorphised per lock,
+//! so no lock pays for dynamic dispatch inside its critical section loop.
+
+use lock_api::RawRwLock;
+
+/// A reader-writer lock as the harness drives it: run a closure in read or
+/// write mode. The protected data lives outside (the workloads keep it in
+/// atomics checked by the zero-sum test), so that a broken lock is detected
+/// rather than undefined.
+pub trait BenchLock: Send + Sync + 'static {
+    /// A fresh, unlocked lock.
+    fn create() -> Self
+    where
+        Self: Sized;
+    /// Runs `f` holding read permission.
+    fn read<T>(&self, f: impl FnOnce() -> T) -> T;
+    /// Runs `f` holding write permission.
+    fn write<T>(&self, f: impl FnOnce() -> T) -> T;
+}
+
+/// Any `lock_api::RawRwLock` (ours, parking_lot's, the pthread adapter).
+#[derive(Debug)]
+pub struct Raw<R: RawRwLock>(lock_api::RwLock<R, ()>);
+
+impl<R> BenchLock for Raw<R>
+where
+    R: RawRwLock + Send + Sync + 'static,
+{
+    fn create() -> Self {
+        Raw(lock_api::RwLock::new(()))
+    }
+
+    #[inline]
+    fn read<T>(&self, f: impl FnOnce() -> T) -> T {
+        let _guard = self.0.read();
+        f()
+    }
+
+    #[inline]
+    fn write<T>(&self, f: impl FnOnce() -> T) -> T {
+        let _guard = self.0.write();
+        f()
+    }
+}
+
+/// `std::sync::RwLock` (poisoning ignored: the harness never panics inside).
+#[derive(Debug, Default)]
+pub struct Std(std::sync::RwLock<()>);
+
+impl BenchLock for Std {
+    fn create() -> Self {
+        Std::default()
+    }
+
+    #[inline]
+    fn read<T>(&self, f: impl FnOnce() -> T) -> T {
+        let _guard = self.0.read().unwrap_or_else(|e| e.into_inner());
+        f()
+    }
+
+    #[inline]
+    fn write<T>(&self, f: impl FnOnce() -> T) -> T {
+        let _guard = self.0.write().unwrap_or_else(|e| e.into_inner());
+        f()
+    }
+}
+
+/// crossbeam-utils' `ShardedLock` (per-shard reader locks, a writer takes all).
+#[derive(Debug, Default)]
+pub struct Sharded(crossbeam_utils::sync::ShardedLock<()>);
+
+impl BenchLock for Sharded {
+    fn create() -> Self {
+        Sharded::default()
+    }
+
+    #[inline]
+    fn read<T>(&self, f: impl FnOnce() -> T) -> T {
+        let _guard = self.0.read().unwrap_or_else(|e| e.into_inner());
+        f()
+    }
+
+    #[inline]
+    fn write<T>(&self, f: impl FnOnce() -> T) -> T {
+        let _guard = self.0.write().unwrap_or_else(|e| e.into_inner());
+        f()
+    }
+}
+
+/// No lock at all: readers and writers run concurrently. Exists only to prove
+/// that the harness's zero-sum check catches a lock that lets a write overlap
+/// (tests, and `--locks no_lock` by hand); never part of a default run.
+#[derive(Debug, Default)]
+pub struct NoLock;
+
+impl BenchLock for NoLock {
+    fn create() -> Self {
+        NoLock
+    }
+
+    #[inline]
+    fn read<T>(&self, f: impl FnOnce() -> T) -> T {
+        f()
+    }
+
+    #[inline]
+    fn write<T>(&self, f: impl FnOnce() -> T) -> T {
+        f()
+    }
+}

@@ -1,0 +1,94 @@
+//! Every lock the comparison harness knows. Adding a lock is one line in
+//! [`LOCKS`].
+
+use crate::bench_lock::{Raw, Sharded, Std};
+use crate::workloads::{HarnessError, RunConfig, Sample, Workload};
+
+/// One lock of the comparison.
+#[derive(Debug, Clone, Copy)]
+pub struct LockEntry {
+    /// Name on the command line and in tables.
+    pub name: &'static str,
+    /// Family (a crate of this workspace, or `peer`).
+    pub family: &'static str,
+    /// Runs one workload once on a fresh lock.
+    pub run: fn(&Workload, &RunConfig) -> Result<Sample, HarnessError>,
+}
+
+macro_rules! lock {
+    ($name:expr, $family:expr, $ty:ty) => {
+        LockEntry {
+            name: $name,
+            family: $family,
+            run: crate::workloads::run::<$ty>,
+        }
+    };
+}
+
+/// The workspace's locks, then the peers.
+pub const LOCKS: &[LockEntry] = &[
+    lock!("pf_t", "rwlock-core", Raw<rwlock_core::PfTicket>),
+    lock!("pf_q", "rwlock-core", Raw<rwlock_core::PfQueue>),
+    lock!("brlock", "rwlock-core", Raw<rwlock_core::BrLock>),
+    lock!("parking_lot", "peer", Raw<parking_lot::RawRwLock>),
+    lock!("std", "peer", Std),
+    lock!("crossbeam_sharded", "peer", Sharded),
+    lock!("pthread", "peer", Raw<rwlock_core::PthreadRwLock>),
+    #[cfg(has_ck)]
+    lock!("ck_brlock", "peer", crate::ck::CkBrlock),
+    #[cfg(has_ck)]
+    lock!("ck_rwcohort", "peer", crate::ck::CkRwCohort),
+];
+
+/// Whether the Concurrency Kit peers were built (libck-dev was found).
+pub const HAS_CK: bool = cfg!(has_ck);
+
+/// Selects locks by name or family; `all` (or an empty list) selects all.
+///
+/// Returns an error naming the first selector that matches nothing.
+pub fn select(selectors: &[String]) -> Result<Vec<LockEntry>, String> {
+    if selectors.is_empty() || selectors.iter().any(|s| s == "all") {
+        return Ok(LOCKS.to_vec());
+    }
+    let mut out: Vec<LockEntry> = Vec::new();
+    for sel in selectors {
+        let matched: Vec<_> = LOCKS
+            .iter()
+            .filter(|e| e.name == sel || e.family == sel)
+            .collect();
+        if matched.is_empty() {
+            let names: Vec<_> = LOCKS.iter().map(|e| e.name).collect();
+            return Err(format!(
+                "no lock or family named `{sel}` (locks: {}; families: rwlock-core, peer)",
+                names.join(", ")
+            ));
+        }
+        for e in matched {
+            if !out.iter().any(|o| o.name == e.name) {
+                out.push(*e);
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_selectable() {
+        for (i, a) in LOCKS.iter().enumerate() {
+            assert!(LOCKS[i + 1..].iter().all(|b| b.name != a.name));
+        }
+        assert_eq!(select(&[]).unwrap().len(), LOCKS.len());
+        let peers = select(&["peer".into()]).unwrap();
+        assert!(peers.iter().all(|e| e.family == "peer"));
+        let two = select(&["pf_q".into(), "std".into(), "pf_q".into()]).unwrap();
+        assert_eq!(
+            two.iter().map(|e| e.name).collect::<Vec<_>>(),
+            ["pf_q", "std"]
+        );
+        assert!(select(&["nope".into()]).unwrap_err().contains("nope"));
+    }
+}
