@@ -40,6 +40,11 @@ pub const LOCKS: &[LockEntry] = &[
     lock!("ck_rwcohort", "peer", crate::ck::CkRwCohort),
 ];
 
+/// Selectable by name only, never part of `all` or a family: a lock that
+/// does not lock, to watch the zero-sum check fail a run
+/// (`--locks no_lock --workloads rwbench --write 50`).
+pub const BROKEN: LockEntry = lock!("no_lock", "broken", crate::bench_lock::NoLock);
+
 /// Whether the Concurrency Kit peers were built (libck-dev was found).
 pub const HAS_CK: bool = cfg!(has_ck);
 
@@ -52,10 +57,14 @@ pub fn select(selectors: &[String]) -> Result<Vec<LockEntry>, String> {
     }
     let mut out: Vec<LockEntry> = Vec::new();
     for sel in selectors {
-        let matched: Vec<_> = LOCKS
-            .iter()
-            .filter(|e| e.name == sel || e.family == sel)
-            .collect();
+        let matched: Vec<&LockEntry> = if sel == BROKEN.name {
+            vec![&BROKEN]
+        } else {
+            LOCKS
+                .iter()
+                .filter(|e| e.name == sel || e.family == sel)
+                .collect()
+        };
         if matched.is_empty() {
             let names: Vec<_> = LOCKS.iter().map(|e| e.name).collect();
             return Err(format!(
@@ -90,5 +99,7 @@ mod tests {
             ["pf_q", "std"]
         );
         assert!(select(&["nope".into()]).unwrap_err().contains("nope"));
+        assert!(select(&[]).unwrap().iter().all(|e| e.name != "no_lock"));
+        assert_eq!(select(&["no_lock".into()]).unwrap()[0].name, "no_lock");
     }
 }
