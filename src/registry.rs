@@ -13,6 +13,8 @@ pub struct LockEntry {
     pub family: &'static str,
     /// Runs one workload once on a fresh lock.
     pub run: fn(&Workload, &RunConfig) -> Result<Sample, HarnessError>,
+    /// Times `iters` uncontended read (`false`) or write (`true`) pairs.
+    pub pairs: fn(u64, bool) -> std::time::Duration,
 }
 
 macro_rules! lock {
@@ -21,6 +23,7 @@ macro_rules! lock {
             name: $name,
             family: $family,
             run: crate::workloads::run::<$ty>,
+            pairs: crate::workloads::pairs::<$ty>,
         }
     };
 }

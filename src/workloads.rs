@@ -200,6 +200,23 @@ pub fn run<L: BenchLock>(workload: &Workload, cfg: &RunConfig) -> Result<Sample,
     }
 }
 
+/// Uncontended latency: times `iters` read (or write) lock/unlock pairs on
+/// one thread with a fresh lock (criterion's `iter_custom` calls this).
+pub fn pairs<L: BenchLock>(iters: u64, write: bool) -> Duration {
+    let lock = L::create();
+    let start = Instant::now();
+    if write {
+        for _ in 0..iters {
+            lock.write(|| black_box(()));
+        }
+    } else {
+        for _ in 0..iters {
+            lock.read(|| black_box(()));
+        }
+    }
+    start.elapsed()
+}
+
 /// xorshift64*: a cheap thread-local generator, as the papers use.
 #[derive(Debug, Clone)]
 struct Rng(u64);
