@@ -44,6 +44,7 @@ pub mod wait;
 pub mod brlock;
 pub mod pf_queue;
 pub mod pf_ticket;
+mod phase_fair;
 #[cfg(not(loom))]
 pub mod pthread;
 

@@ -64,14 +64,11 @@ use core::fmt;
 use core::marker::PhantomData;
 use core::ptr;
 
-use crate::sync::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use crate::phase_fair::{PRES, RINC, ReaderCounts, WBITS};
+use crate::sync::{AtomicPtr, AtomicU32, Ordering};
 use crate::wait::{DefaultWait, Latch, WaitPolicy, Waiters, spin_until};
 
-/// Reader counters are 64 bits wide for the reason given in `pf_ticket`:
-/// forgetting 2^24 guards must not wrap them.
-const RINC: u64 = 0x100;
-const WBITS: u64 = 0x3;
-const PRES: u64 = 0x2;
+/// The phase bit, as `wstate` and the guard keep it.
 const PHID: u32 = 0x1;
 
 const LOCKED: u32 = 0x1;
@@ -106,8 +103,7 @@ pub struct PfQueueWriteGuard {
 ///
 /// Guards are `Send`: any thread may release an acquisition.
 pub struct PfQueue<W: WaitPolicy = DefaultWait> {
-    rin: AtomicU64,
-    rout: AtomicU64,
+    readers: ReaderCounts,
     wstate: AtomicU32,
     waiters: Waiters,
     wtail: AtomicPtr<WriterNode>,
@@ -126,8 +122,7 @@ impl<W: WaitPolicy> PfQueue<W> {
         /// An unlocked lock.
         pub fn new() -> Self {
             PfQueue {
-                rin: AtomicU64::new(0),
-                rout: AtomicU64::new(0),
+                readers: ReaderCounts::new(),
                 wstate: AtomicU32::new(0),
                 waiters: Waiters::new(),
                 wtail: AtomicPtr::new(ptr::null_mut()),
@@ -142,9 +137,7 @@ impl<W: WaitPolicy> PfQueue<W> {
 
     #[inline]
     fn read_lock(&self) {
-        // Acquire: pairs with the writer's Release clear of the bits (and the
-        // RMWs after it in rin's release sequence).
-        let w = self.rin.fetch_add(RINC, Ordering::Acquire) & WBITS;
+        let w = self.readers.arrive();
         if w != 0 {
             self.read_wait(w);
         }
@@ -182,31 +175,8 @@ impl<W: WaitPolicy> PfQueue<W> {
     }
 
     #[inline]
-    fn try_read_lock(&self) -> bool {
-        // Relaxed: the CAS re-reads and orders.
-        let mut r = self.rin.load(Ordering::Relaxed);
-        loop {
-            if r & WBITS != 0 {
-                return false;
-            }
-            // Acquire on success: pairs with the last writer's Release clear.
-            match self.rin.compare_exchange_weak(
-                r,
-                r.wrapping_add(RINC),
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return true,
-                Err(now) => r = now,
-            }
-        }
-    }
-
-    #[inline]
     fn read_unlock(&self) {
-        // SeqCst RMW: Release pairs with the writer's Acquire load of `rout`;
-        // SeqCst for the wake protocol of `Waiters`.
-        self.rout.fetch_add(RINC, Ordering::SeqCst);
+        self.readers.depart();
         self.waiters.wake_all();
     }
 
@@ -295,13 +265,15 @@ impl<W: WaitPolicy> PfQueue<W> {
         // every reader that sees the bits reads with an Acquire RMW.
         self.rtail[phase as usize].store(ptr::null_mut(), Ordering::Relaxed);
         let rticket = self
+            .readers
             .rin
             .fetch_add(PRES | u64::from(phase), Ordering::AcqRel)
             & !WBITS;
-        // Acquire: pairs with the departing readers' SeqCst increments.
-        if self.rout.load(Ordering::Acquire) != rticket {
+        // `drained` Acquires: pairs with the departing readers' SeqCst
+        // increments.
+        if !self.readers.drained(rticket) {
             self.waiters
-                .wait_until::<W>(|| self.rout.load(Ordering::Acquire) == rticket);
+                .wait_until::<W>(|| self.readers.drained(rticket));
         }
     }
 
@@ -314,12 +286,13 @@ impl<W: WaitPolicy> PfQueue<W> {
         let phase = self.try_take_locked()?;
         // Departures before arrivals (see PfTicket::try_write_lock). Acquire:
         // pairs with the departing readers' Release increments.
-        let out = self.rout.load(Ordering::Acquire);
-        let r = self.rin.load(Ordering::Relaxed);
+        let out = self.readers.rout.load(Ordering::Acquire);
+        let r = self.readers.rin.load(Ordering::Relaxed);
         if r == out {
             // Relaxed: published by the Release CAS (see `announce`).
             self.rtail[phase as usize].store(ptr::null_mut(), Ordering::Relaxed);
             if self
+                .readers
                 .rin
                 .compare_exchange(
                     r,
@@ -366,7 +339,7 @@ impl<W: WaitPolicy> PfQueue<W> {
         // Release: publishes the critical section to readers that see the
         // bits clear (their Acquire RMW of rin). No SeqCst needed: blocked
         // readers wait on their own latches, not on `Waiters`.
-        self.rin.fetch_and(!WBITS, Ordering::Release);
+        self.readers.rin.fetch_and(!WBITS, Ordering::Release);
         self.release_lockword(phase);
     }
 
@@ -386,24 +359,11 @@ impl<W: WaitPolicy> PfQueue<W> {
     fn write_to_read(&self, phase: u32) {
         // Become a counted reader and clear the bits in one RMW (see PfTicket).
         // Release: pairs with the readers admitted by the clear.
-        self.rin.fetch_add(
+        self.readers.rin.fetch_add(
             RINC.wrapping_sub(PRES | u64::from(phase)),
             Ordering::Release,
         );
         self.release_lockword(phase);
-    }
-
-    #[inline]
-    fn is_locked(&self) -> bool {
-        // Relaxed pure reads: a snapshot.
-        let r = self.rin.load(Ordering::Relaxed);
-        r & WBITS != 0 || r & !WBITS != self.rout.load(Ordering::Relaxed)
-    }
-
-    #[inline]
-    fn is_locked_exclusive(&self) -> bool {
-        // From the writer's announcement on, as PfTicket.
-        self.rin.load(Ordering::Relaxed) & WBITS != 0
     }
 }
 
@@ -416,8 +376,8 @@ impl<W: WaitPolicy> Default for PfQueue<W> {
 impl<W: WaitPolicy> fmt::Debug for PfQueue<W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PfQueue")
-            .field("rin", &self.rin.load(Ordering::Relaxed))
-            .field("rout", &self.rout.load(Ordering::Relaxed))
+            .field("rin", &self.readers.rin.load(Ordering::Relaxed))
+            .field("rout", &self.readers.rout.load(Ordering::Relaxed))
             .field("wstate", &self.wstate.load(Ordering::Relaxed))
             .field(
                 "writers_queued",
@@ -448,7 +408,7 @@ unsafe impl<W: WaitPolicy> lock_api::RawRwLock for PfQueue<W> {
 
     #[inline]
     fn try_lock_shared(&self) -> Option<Self::SharedGuard> {
-        self.try_read_lock().then(lock_api::GuardSend::new)
+        self.readers.try_arrive().then(lock_api::GuardSend::new)
     }
 
     #[inline]
@@ -476,12 +436,12 @@ unsafe impl<W: WaitPolicy> lock_api::RawRwLock for PfQueue<W> {
 
     #[inline]
     fn is_locked(&self) -> bool {
-        PfQueue::is_locked(self)
+        self.readers.is_locked()
     }
 
     #[inline]
     fn is_locked_exclusive(&self) -> bool {
-        PfQueue::is_locked_exclusive(self)
+        self.readers.is_locked_exclusive()
     }
 }
 
@@ -523,7 +483,7 @@ mod tests {
             })
             .collect();
         // Let the readers arrive and queue (or park).
-        while (l.rin.load(Ordering::Relaxed) >> 8) < 6 {
+        while (l.readers.rin.load(Ordering::Relaxed) >> 8) < 6 {
             std::thread::yield_now();
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -557,7 +517,7 @@ mod tests {
     fn phase_fair() {
         let l = PfQueue::<DefaultWait>::new();
         crate::testing::check_phase_fairness(&l, &|readers, writers| {
-            let rin = l.rin.load(Ordering::Relaxed);
+            let rin = l.readers.rin.load(Ordering::Relaxed);
             let writer_present = rin & WBITS != 0;
             let writer_queued = !l.wtail.load(Ordering::Relaxed).is_null();
             rin >> 8 == u64::from(readers)
@@ -571,8 +531,8 @@ mod tests {
     #[test]
     fn phase_alternates_and_counters_wrap() {
         let l = PfQueue::<DefaultWait>::new();
-        l.rin.store(u64::MAX - RINC + 1, Ordering::Relaxed);
-        l.rout.store(u64::MAX - RINC + 1, Ordering::Relaxed);
+        l.readers.rin.store(u64::MAX - RINC + 1, Ordering::Relaxed);
+        l.readers.rout.store(u64::MAX - RINC + 1, Ordering::Relaxed);
         let mut phases = Vec::new();
         for _ in 0..4 {
             let g = l.lock_exclusive();

@@ -11,7 +11,7 @@
 //! # State (two `u64` and two `u32` words)
 //!
 //! ```text
-//!  rin:  [ arrivals x RINC (24 bits) | 00000 | LAST | PRES | PHID ]   readers in, writer bits
+//!  rin:  [ arrivals x RINC (56 bits) | 00000 | LAST | PRES | PHID ]   readers in, writer bits
 //!  rout: [ departures x RINC         | 00000000                  ]   readers out
 //!  win:  writer tickets handed out
 //!  wout: writer tickets served
@@ -46,12 +46,10 @@
 //! with ticket-derived phases it would break the alternation (found by the
 //! loom model `pft_failed_try_write_keeps_phases_alternating`).
 //!
-//! Counters wrap and are only compared for equality. The reader counters are
-//! 64 bits wide (56 bits of count): 32 bits would let safe code overflow
-//! them by `mem::forget`-ting 2^24 read guards (lock_api requires that
-//! forgetting a guard be safe), after which a writer would be admitted beside
-//! a live reader; 2^56 forgotten guards take decades. The ticket counters
-//! stay 32 bits (they wrap harmlessly: only equality with `win` matters).
+//! The reader side (`rin`, `rout`) is shared with PF-Q (module
+//! `phase_fair`); its counters are 64 bits wide so that forgotten read
+//! guards cannot wrap them. The ticket counters are 32 bits and wrap
+//! harmlessly: only equality matters.
 //!
 //! # Waiting
 //!
@@ -67,18 +65,12 @@
 use core::fmt;
 use core::marker::PhantomData;
 
-use crate::sync::{AtomicU32, AtomicU64, Ordering};
+use crate::phase_fair::{LOW, PHID, PRES, RINC, ReaderCounts, WBITS};
+use crate::sync::{AtomicU32, Ordering};
 use crate::wait::{DefaultWait, WaitPolicy, Waiters};
 
-const RINC: u64 = 0x100;
-/// The writer bits readers look at.
-const WBITS: u64 = 0x3;
-const PRES: u64 = 0x2;
-const PHID: u64 = 0x1;
 /// Phase of the most recent announcement; survives the writer's unlock.
 const LAST: u64 = 0x4;
-/// Everything below the reader count.
-const LOW: u64 = RINC - 1;
 
 /// The low byte of `rin` after announcing over `low` (which has no writer
 /// present): the phase flips, `PRES` is set.
@@ -92,8 +84,7 @@ const fn announced(low: u64) -> u64 {
 ///
 /// Guards are stateless and `Send`: any thread may release an acquisition.
 pub struct PfTicket<W: WaitPolicy = DefaultWait> {
-    rin: AtomicU64,
-    rout: AtomicU64,
+    readers: ReaderCounts,
     win: AtomicU32,
     wout: AtomicU32,
     waiters: Waiters,
@@ -105,8 +96,7 @@ impl<W: WaitPolicy> PfTicket<W> {
         /// An unlocked lock.
         pub fn new() -> Self {
             PfTicket {
-                rin: AtomicU64::new(0),
-                rout: AtomicU64::new(0),
+                readers: ReaderCounts::new(),
                 win: AtomicU32::new(0),
                 wout: AtomicU32::new(0),
                 waiters: Waiters::new(),
@@ -117,9 +107,7 @@ impl<W: WaitPolicy> PfTicket<W> {
 
     #[inline]
     fn read_lock(&self) {
-        // Acquire: pairs with the Release clearing of the writer bits in
-        // `write_unlock` (or the RMWs that follow it in rin's release sequence).
-        let w = self.rin.fetch_add(RINC, Ordering::Acquire) & WBITS;
+        let w = self.readers.arrive();
         if w != 0 {
             self.read_wait(w);
         }
@@ -131,35 +119,12 @@ impl<W: WaitPolicy> PfTicket<W> {
         // or by the next writer's announcement, which follows that clear in
         // rin's modification order.
         self.waiters
-            .wait_until::<W>(|| self.rin.load(Ordering::Acquire) & WBITS != w);
-    }
-
-    #[inline]
-    fn try_read_lock(&self) -> bool {
-        // Relaxed: the CAS below re-reads the value and orders the entry.
-        let mut r = self.rin.load(Ordering::Relaxed);
-        loop {
-            if r & WBITS != 0 {
-                return false;
-            }
-            // Acquire on success: pairs with the last writer's Release clear.
-            match self.rin.compare_exchange_weak(
-                r,
-                r.wrapping_add(RINC),
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return true,
-                Err(now) => r = now,
-            }
-        }
+            .wait_until::<W>(|| self.readers.rin.load(Ordering::Acquire) & WBITS != w);
     }
 
     #[inline]
     fn read_unlock(&self) {
-        // SeqCst RMW: Release pairs with the writer's Acquire load of `rout`
-        // (our reads happen before its writes); SeqCst for the wake protocol.
-        self.rout.fetch_add(RINC, Ordering::SeqCst);
+        self.readers.depart();
         self.waiters.wake_all();
     }
 
@@ -182,19 +147,19 @@ impl<W: WaitPolicy> PfTicket<W> {
     fn announce(&self) {
         // Only the ticket holder changes the low byte, and it is ours now:
         // Relaxed is exact for the low byte (readers only add RINC).
-        let low = self.rin.load(Ordering::Relaxed) & LOW;
+        let low = self.readers.rin.load(Ordering::Relaxed) & LOW;
         debug_assert_eq!(low & WBITS, 0, "writer bits set under a fresh ticket");
         // Modular add of (new - old) rewrites exactly the low byte.
         let delta = announced(low).wrapping_sub(low);
         // Relaxed would suffice for exclusion (every reader RMW is ordered
         // against this one in rin's modification order); Acquire is free on
         // x86 and keeps the previous writer's release chain obvious.
-        let rticket = self.rin.fetch_add(delta, Ordering::Acquire) & !LOW;
-        // Acquire: pairs with each departing reader's SeqCst (Release)
-        // increment of `rout`: their reads happen before our writes.
-        if self.rout.load(Ordering::Acquire) != rticket {
+        let rticket = self.readers.rin.fetch_add(delta, Ordering::Acquire) & !LOW;
+        // `drained` Acquires: pairs with each departing reader's SeqCst
+        // (Release) increment of `rout`: their reads happen before our writes.
+        if !self.readers.drained(rticket) {
             self.waiters
-                .wait_until::<W>(|| self.rout.load(Ordering::Acquire) == rticket);
+                .wait_until::<W>(|| self.readers.drained(rticket));
         }
     }
 
@@ -202,8 +167,8 @@ impl<W: WaitPolicy> PfTicket<W> {
     fn try_write_lock(&self) -> bool {
         // Cheap pre-check before taking a ticket: any reader or writer inside?
         // Relaxed: a hint only; the CASes below decide.
-        let r = self.rin.load(Ordering::Relaxed);
-        if r & WBITS != 0 || r & !LOW != self.rout.load(Ordering::Relaxed) {
+        let r = self.readers.rin.load(Ordering::Relaxed);
+        if r & WBITS != 0 || r & !LOW != self.readers.rout.load(Ordering::Relaxed) {
             return false;
         }
         // Acquire: pairs with the previous writer's Release increment.
@@ -225,11 +190,12 @@ impl<W: WaitPolicy> PfTicket<W> {
         // arrivals (read later) equal departures (read earlier), nobody was
         // inside in between, and the CAS below fails if anybody arrived since.
         // Acquire: pairs with the departing readers' Release increments.
-        let out = self.rout.load(Ordering::Acquire);
-        let r = self.rin.load(Ordering::Relaxed);
+        let out = self.readers.rout.load(Ordering::Acquire);
+        let r = self.readers.rin.load(Ordering::Relaxed);
         let low = r & LOW;
         if r & !LOW == out
             && self
+                .readers
                 .rin
                 .compare_exchange(
                     r,
@@ -251,7 +217,7 @@ impl<W: WaitPolicy> PfTicket<W> {
     fn write_unlock(&self) {
         // SeqCst RMW: Release publishes the critical section to the readers
         // blocked on the bits (their Acquire load or RMW of `rin`).
-        self.rin.fetch_and(!WBITS, Ordering::SeqCst);
+        self.readers.rin.fetch_and(!WBITS, Ordering::SeqCst);
         self.serve_next_writer();
     }
 
@@ -266,28 +232,15 @@ impl<W: WaitPolicy> PfTicket<W> {
     #[inline]
     fn write_to_read(&self) {
         // Only the writer changes the bits while it holds the lock.
-        let bits = self.rin.load(Ordering::Relaxed) & WBITS;
+        let bits = self.readers.rin.load(Ordering::Relaxed) & WBITS;
         // One RMW turns the writer into a reader: add RINC, clear PRES|PHID
         // (adding RINC - bits rewrites exactly those bits, keeps LAST, and
         // counts one more reader). SeqCst: Release for the readers admitted
         // by the clear, SeqCst for the wake protocol.
-        self.rin
+        self.readers
+            .rin
             .fetch_add(RINC.wrapping_sub(bits), Ordering::SeqCst);
         self.serve_next_writer();
-    }
-
-    #[inline]
-    fn is_locked(&self) -> bool {
-        // Relaxed pure reads: a momentary snapshot, as the trait documents.
-        let r = self.rin.load(Ordering::Relaxed);
-        r & WBITS != 0 || r & !LOW != self.rout.load(Ordering::Relaxed)
-    }
-
-    #[inline]
-    fn is_locked_exclusive(&self) -> bool {
-        // True from the writer's announcement on (it may still be draining
-        // the readers of the previous phase), like parking_lot's WRITER_BIT.
-        self.rin.load(Ordering::Relaxed) & WBITS != 0
     }
 }
 
@@ -300,8 +253,8 @@ impl<W: WaitPolicy> Default for PfTicket<W> {
 impl<W: WaitPolicy> fmt::Debug for PfTicket<W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PfTicket")
-            .field("rin", &self.rin.load(Ordering::Relaxed))
-            .field("rout", &self.rout.load(Ordering::Relaxed))
+            .field("rin", &self.readers.rin.load(Ordering::Relaxed))
+            .field("rout", &self.readers.rout.load(Ordering::Relaxed))
             .field("win", &self.win.load(Ordering::Relaxed))
             .field("wout", &self.wout.load(Ordering::Relaxed))
             .finish()
@@ -330,7 +283,7 @@ unsafe impl<W: WaitPolicy> lock_api::RawRwLock for PfTicket<W> {
 
     #[inline]
     fn try_lock_shared(&self) -> Option<Self::SharedGuard> {
-        self.try_read_lock().then(lock_api::GuardSend::new)
+        self.readers.try_arrive().then(lock_api::GuardSend::new)
     }
 
     #[inline]
@@ -356,12 +309,12 @@ unsafe impl<W: WaitPolicy> lock_api::RawRwLock for PfTicket<W> {
 
     #[inline]
     fn is_locked(&self) -> bool {
-        PfTicket::is_locked(self)
+        self.readers.is_locked()
     }
 
     #[inline]
     fn is_locked_exclusive(&self) -> bool {
-        PfTicket::is_locked_exclusive(self)
+        self.readers.is_locked_exclusive()
     }
 }
 
@@ -425,7 +378,7 @@ mod tests {
     fn phase_fair() {
         let l = PfTicket::<DefaultWait>::new();
         crate::testing::check_phase_fairness(&l, &|readers, writers| {
-            l.rin.load(Ordering::Relaxed) >> 8 == u64::from(readers)
+            l.readers.rin.load(Ordering::Relaxed) >> 8 == u64::from(readers)
                 && l.win.load(Ordering::Relaxed) == writers
         });
     }
@@ -433,8 +386,8 @@ mod tests {
     #[test]
     fn counters_wrap() {
         let l = PfTicket::<DefaultWait>::new();
-        l.rin.store(u64::MAX - RINC + 1, Ordering::Relaxed);
-        l.rout.store(u64::MAX - RINC + 1, Ordering::Relaxed);
+        l.readers.rin.store(u64::MAX - RINC + 1, Ordering::Relaxed);
+        l.readers.rout.store(u64::MAX - RINC + 1, Ordering::Relaxed);
         l.win.store(u32::MAX, Ordering::Relaxed);
         l.wout.store(u32::MAX, Ordering::Relaxed);
         for _ in 0..4 {

@@ -1,0 +1,113 @@
+//! The reader side that the two Brandenburg-Anderson locks share: PF-Q
+//! "tallies active readers on a central pair of counters in the same
+//! fashion as PF-T" (BRAVO paper, Section 5).
+//!
+//! ```text
+//!  rin:  [ arrivals x RINC (56 bits) | lock-specific bits | PRES | PHID ]
+//!  rout: [ departures x RINC         | 00000000                         ]
+//! ```
+//!
+//! A reader arrives with `fetch_add(rin, RINC)`, which also tells it whether
+//! a writer is present (`PRES`) and in which phase (`PHID`); it departs with
+//! `fetch_add(rout, RINC)`. A writer announces itself by setting the writer
+//! bits with one RMW on `rin`, whose result (`rticket`) counts exactly the
+//! readers that arrived before; it waits until `rout` reaches it. How a
+//! blocked reader waits, and how the phase is chosen, is each lock's own.
+//!
+//! The counters are 64 bits wide: with 32 bits, safe code could wrap them by
+//! `mem::forget`-ting 2^24 read guards (lock_api requires that forgetting a
+//! guard be safe) and then a writer would be admitted beside a live reader
+//! (regression test: `tests/forgotten_guards.rs`); 2^56 forgotten guards
+//! take decades. They wrap harmlessly otherwise: only equality is tested.
+
+use crate::sync::{AtomicU64, Ordering};
+
+/// One reader, in `rin` and `rout`.
+pub(crate) const RINC: u64 = 0x100;
+/// The writer bits a reader looks at.
+pub(crate) const WBITS: u64 = 0x3;
+/// A writer is present.
+pub(crate) const PRES: u64 = 0x2;
+/// The present writer's phase.
+pub(crate) const PHID: u64 = 0x1;
+/// Everything below the reader count.
+pub(crate) const LOW: u64 = RINC - 1;
+
+/// Readers in (`rin`, with the writer bits) and out (`rout`).
+#[derive(Debug)]
+pub(crate) struct ReaderCounts {
+    pub(crate) rin: AtomicU64,
+    pub(crate) rout: AtomicU64,
+}
+
+impl ReaderCounts {
+    crate::loom_const_fn! {
+        pub(crate) fn new() -> Self {
+            ReaderCounts {
+                rin: AtomicU64::new(0),
+                rout: AtomicU64::new(0),
+            }
+        }
+    }
+
+    /// Counts the reader in; returns the writer bits it found (0: it is in).
+    #[inline]
+    pub(crate) fn arrive(&self) -> u64 {
+        // Acquire: pairs with the writer's Release clear of the bits (and the
+        // RMWs after it in rin's release sequence).
+        self.rin.fetch_add(RINC, Ordering::Acquire) & WBITS
+    }
+
+    /// Counts the reader in only if no writer is present.
+    #[inline]
+    pub(crate) fn try_arrive(&self) -> bool {
+        // Relaxed: the CAS re-reads and orders.
+        let mut r = self.rin.load(Ordering::Relaxed);
+        loop {
+            if r & WBITS != 0 {
+                return false;
+            }
+            // Acquire on success: pairs with the last writer's Release clear.
+            match self.rin.compare_exchange_weak(
+                r,
+                r.wrapping_add(RINC),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => r = now,
+            }
+        }
+    }
+
+    /// Counts the reader out. The caller then wakes parked writers.
+    #[inline]
+    pub(crate) fn depart(&self) {
+        // SeqCst RMW: Release pairs with the writer's Acquire load of `rout`
+        // (our reads happen before its writes); SeqCst for the wake protocol
+        // of `Waiters` that the caller runs next.
+        self.rout.fetch_add(RINC, Ordering::SeqCst);
+    }
+
+    /// Whether every reader counted in `rticket` has departed. Acquire:
+    /// pairs with the departing readers' SeqCst increments.
+    #[inline]
+    pub(crate) fn drained(&self, rticket: u64) -> bool {
+        self.rout.load(Ordering::Acquire) == rticket
+    }
+
+    /// Any reader or writer present: a snapshot of two Relaxed pure reads.
+    #[inline]
+    pub(crate) fn is_locked(&self) -> bool {
+        let r = self.rin.load(Ordering::Relaxed);
+        r & WBITS != 0 || r & !LOW != self.rout.load(Ordering::Relaxed)
+    }
+
+    /// A writer present, from its announcement on (it may still be draining
+    /// the readers of the previous phase), like parking_lot's WRITER_BIT.
+    #[inline]
+    pub(crate) fn is_locked_exclusive(&self) -> bool {
+        // Relaxed pure read: a snapshot.
+        self.rin.load(Ordering::Relaxed) & WBITS != 0
+    }
+}
