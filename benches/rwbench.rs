@@ -2,7 +2,7 @@
 //! peers, on the papers' workloads.
 //!
 //! ```text
-//! cargo bench --bench rwbench                       # defaults: about 1.5 min on 2 cores
+//! cargo bench --bench rwbench                       # defaults: about 70 s on 2 cores
 //! cargo bench --bench rwbench -- --help
 //! cargo bench --bench rwbench -- --threads 1,2,4,8,16 --write 2,20 --locks pf_q,parking_lot
 //! cargo bench --bench rwbench -- --markdown         # also writes docs/results.md
@@ -29,7 +29,7 @@ options (lists are comma-separated):
   --write LIST       RWBench write percentages, decimals allowed (default 2,20; papers: 2,5,10,20,50,90,0.1,0.01)
   --rcs N --wcs N --ncs N   RWBench critical and non-critical section lengths (default 4 4 32)
   --pool LIST        interference pool sizes (default 1,64,4096; papers: 1 to 8192)
-  --duration-ms N    measurement interval of one run (default 200)
+  --duration-ms N    measurement interval of one run (default 150)
   --reps N           repetitions per point, median reported (default 3, at least 3 recommended)
   --locks LIST       locks or families (rwlock-core, peer); default all
   --pin              pin worker i to CPU i % cpus
@@ -84,7 +84,7 @@ fn parse(raw: &[String]) -> Result<Args, String> {
         wcs: 4,
         ncs: 32,
         pool: vec![1, 64, 4096],
-        duration: Duration::from_millis(200),
+        duration: Duration::from_millis(150),
         reps: 3,
         locks: Vec::new(),
         pin: false,

@@ -199,7 +199,7 @@ pub fn svg(
         let (xmin, xmax) = xs
             .iter()
             .fold((f64::MAX, f64::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
-        let root = SVGBackend::new(&path, (900, 560)).into_drawing_area();
+        let root = SVGBackend::new(&path, (1060, 560)).into_drawing_area();
         root.fill(&WHITE)?;
         let interference = matches!(group[0].workload, Workload::Interference { .. });
         let labels = Labels {
@@ -283,7 +283,10 @@ where
     <Y as plotters::coord::ranged1d::AsRangedCoord>::CoordDescType:
         plotters::coord::ranged1d::ValueFormatter<f64>,
 {
-    let mut chart = ChartBuilder::on(root)
+    // The chart on the left, the legend in its own column on the right, so
+    // that it never hides a line.
+    let (plot_area, legend_area) = root.split_horizontally(860);
+    let mut chart = ChartBuilder::on(&plot_area)
         .caption(labels.title, ("sans-serif", 22))
         .margin(16)
         .x_label_area_size(44)
@@ -314,21 +317,20 @@ where
         .draw()?;
     for (i, (lock, points)) in series.iter().enumerate() {
         let color = Palette99::pick(i).mix(0.9);
-        chart
-            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?
-            .label(*lock)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
+        chart.draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?;
         chart.draw_series(points.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
+        let y = 60 + 24 * i as i32;
+        legend_area.draw(&PathElement::new(
+            vec![(8, y), (32, y)],
+            color.stroke_width(3),
+        ))?;
+        legend_area.draw(&Circle::new((20, y), 4, color.filled()))?;
+        legend_area.draw(&Text::new(
+            lock.to_string(),
+            (40, y - 8),
+            ("sans-serif", 15).into_font(),
+        ))?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()?;
     Ok(())
 }
 
