@@ -45,49 +45,44 @@ where
     }
 }
 
-/// `std::sync::RwLock` (poisoning ignored: the harness never panics inside).
-#[derive(Debug, Default)]
-pub struct Std(std::sync::RwLock<()>);
+/// A `BenchLock` over a std-like lock whose guards come in a `Result`
+/// (poisoning is ignored: the harness never panics inside).
+macro_rules! std_like {
+    ($(#[$m:meta])* $name:ident, $inner:ty) => {
+        $(#[$m])*
+        #[derive(Debug, Default)]
+        pub struct $name($inner);
 
-impl BenchLock for Std {
-    fn create() -> Self {
-        Std::default()
-    }
+        impl BenchLock for $name {
+            fn create() -> Self {
+                $name::default()
+            }
 
-    #[inline]
-    fn read<T>(&self, f: impl FnOnce() -> T) -> T {
-        let _guard = self.0.read().unwrap_or_else(|e| e.into_inner());
-        f()
-    }
+            #[inline]
+            fn read<T>(&self, f: impl FnOnce() -> T) -> T {
+                let _guard = self.0.read().unwrap_or_else(|e| e.into_inner());
+                f()
+            }
 
-    #[inline]
-    fn write<T>(&self, f: impl FnOnce() -> T) -> T {
-        let _guard = self.0.write().unwrap_or_else(|e| e.into_inner());
-        f()
-    }
+            #[inline]
+            fn write<T>(&self, f: impl FnOnce() -> T) -> T {
+                let _guard = self.0.write().unwrap_or_else(|e| e.into_inner());
+                f()
+            }
+        }
+    };
 }
 
-/// crossbeam-utils' `ShardedLock` (per-shard reader locks, a writer takes all).
-#[derive(Debug, Default)]
-pub struct Sharded(crossbeam_utils::sync::ShardedLock<()>);
-
-impl BenchLock for Sharded {
-    fn create() -> Self {
-        Sharded::default()
-    }
-
-    #[inline]
-    fn read<T>(&self, f: impl FnOnce() -> T) -> T {
-        let _guard = self.0.read().unwrap_or_else(|e| e.into_inner());
-        f()
-    }
-
-    #[inline]
-    fn write<T>(&self, f: impl FnOnce() -> T) -> T {
-        let _guard = self.0.write().unwrap_or_else(|e| e.into_inner());
-        f()
-    }
-}
+std_like!(
+    /// `std::sync::RwLock`.
+    Std,
+    std::sync::RwLock<()>
+);
+std_like!(
+    /// crossbeam-utils' `ShardedLock` (per-shard reader locks, a writer takes all).
+    Sharded,
+    crossbeam_utils::sync::ShardedLock<()>
+);
 
 /// No lock at all: readers and writers run concurrently. Exists only to prove
 /// that the harness's zero-sum check catches a lock that lets a write overlap

@@ -175,8 +175,8 @@ impl BenchLock for CkBrlock {
 impl Drop for CkBrlock {
     fn drop(&mut self) {
         for r in self.records.get_mut().unwrap().drain(..) {
-            // SAFETY: every record was registered with `raw` and is no longer
-            // used (`&mut self`: no thread holds or takes the lock).
+            // `&mut self`: no thread holds or takes the lock any more.
+            // SAFETY: every record was registered with `raw`, used no longer.
             unsafe { ck_shim_brlock_unregister(self.raw, r as *mut BrlockReader) };
         }
         // SAFETY: created by `ck_shim_brlock_new`, freed exactly once.

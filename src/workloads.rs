@@ -265,9 +265,8 @@ fn cpu_time() -> Duration {
 /// Pins the calling thread to `cpu % cpus`.
 fn pin_to(cpu: usize) {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    // SAFETY: cpu_set_t is plain data; CPU_SET indexes below CPU_SETSIZE
-    // because `cpu % cpus` is a CPU the process may use (or at worst is
-    // rejected by the kernel, which we ignore).
+    // `cpu % cpus` is below CPU_SETSIZE; a CPU the kernel rejects is ignored.
+    // SAFETY: cpu_set_t is plain data, written and passed by pointer.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu % cpus, &mut set);

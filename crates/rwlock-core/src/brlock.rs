@@ -409,43 +409,23 @@ mod tests {
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;
-    use crate::sync::{Arc, UnsafeCell, thread};
-
-    struct Shared {
-        lock: BrLock,
-        data: UnsafeCell<u32>,
-    }
-
-    // SAFETY: `data` is only accessed under `lock`, which is what the model checks.
-    unsafe impl Sync for Shared {}
+    use crate::loom_support::Shared;
+    use crate::sync::thread;
 
     /// Readers on two different sub-locks (one of them "migrating": it
     /// unlocks through the guard) against a writer taking both.
     #[test]
     fn brlock_readers_on_two_cpus_vs_writer() {
         loom::model(|| {
-            let s = Arc::new(Shared {
-                lock: BrLock::with_sub_locks(2),
-                data: UnsafeCell::new(0),
-            });
+            let s = Shared::new(BrLock::<DefaultWait>::with_sub_locks(2));
             let rs: Vec<_> = (0..2)
                 .map(|cpu| {
                     let s = s.clone();
-                    thread::spawn(move || {
-                        let g = s.lock.lock_shared_on(cpu);
-                        // SAFETY: shared access under the lock.
-                        let v = s.data.with(|p| unsafe { *p });
-                        // SAFETY: our shared acquisition.
-                        unsafe { s.lock.unlock_shared(g) };
-                        v
-                    })
+                    thread::spawn(move || s.read_and_unlock(s.lock.lock_shared_on(cpu)))
                 })
                 .collect();
             let g = s.lock.lock_exclusive();
-            // SAFETY: exclusive access under the lock.
-            s.data.with_mut(|p| unsafe { *p += 1 });
-            // SAFETY: our exclusive acquisition.
-            unsafe { s.lock.unlock_exclusive(g) };
+            s.add_and_unlock(g, 1);
             for r in rs {
                 assert!(r.join().unwrap() <= 1);
             }
@@ -458,35 +438,18 @@ mod loom_tests {
     #[test]
     fn brlock_failed_try_write_releases_and_reader_migrates() {
         loom::model(|| {
-            let s = Arc::new(Shared {
-                lock: BrLock::with_sub_locks(2),
-                data: UnsafeCell::new(0),
-            });
+            let s = Shared::new(BrLock::<DefaultWait>::with_sub_locks(2));
             let r = {
                 let s = s.clone();
-                thread::spawn(move || {
-                    let g = s.lock.lock_shared_on(1);
-                    // SAFETY: shared access under the lock.
-                    let v = s.data.with(|p| unsafe { *p });
-                    // SAFETY: our shared acquisition (sub-lock 1, whatever
-                    // the current CPU is).
-                    unsafe { s.lock.unlock_shared(g) };
-                    v
-                })
+                thread::spawn(move || s.read_and_unlock(s.lock.lock_shared_on(1)))
             };
             if let Some(g) = s.lock.try_lock_exclusive() {
-                // SAFETY: exclusive access under the lock.
-                s.data.with_mut(|p| unsafe { *p += 10 });
-                // SAFETY: our exclusive acquisition.
-                unsafe { s.lock.unlock_exclusive(g) };
+                s.add_and_unlock(g, 10);
             }
             let v = r.join().unwrap();
             assert!(v == 0 || v == 10);
             let g = s.lock.lock_exclusive();
-            // SAFETY: exclusive access under the lock.
-            s.data.with_mut(|p| unsafe { *p += 1 });
-            // SAFETY: our exclusive acquisition.
-            unsafe { s.lock.unlock_exclusive(g) };
+            s.add_and_unlock(g, 1);
         });
     }
 
@@ -495,29 +458,16 @@ mod loom_tests {
     fn brlock_downgrade_vs_reader_and_writer() {
         use lock_api::RawRwLockDowngrade;
         loom::model(|| {
-            let s = Arc::new(Shared {
-                lock: BrLock::with_sub_locks(2),
-                data: UnsafeCell::new(0),
-            });
+            let s = Shared::new(BrLock::<DefaultWait>::with_sub_locks(2));
             let r = {
                 let s = s.clone();
-                thread::spawn(move || {
-                    let g = s.lock.lock_shared_on(1);
-                    // SAFETY: shared access under the lock.
-                    let v = s.data.with(|p| unsafe { *p });
-                    // SAFETY: our shared acquisition.
-                    unsafe { s.lock.unlock_shared(g) };
-                    v
-                })
+                thread::spawn(move || s.read_and_unlock(s.lock.lock_shared_on(1)))
             };
             let w = {
                 let s = s.clone();
                 thread::spawn(move || {
                     let g = s.lock.lock_exclusive();
-                    // SAFETY: exclusive access under the lock.
-                    s.data.with_mut(|p| unsafe { *p += 10 });
-                    // SAFETY: our exclusive acquisition.
-                    unsafe { s.lock.unlock_exclusive(g) };
+                    s.add_and_unlock(g, 10);
                 })
             };
             let g = s.lock.lock_exclusive();

@@ -554,58 +554,14 @@ mod tests {
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;
-    use crate::sync::{Arc, UnsafeCell, thread};
+    use crate::loom_support::{self, Shared};
+    use crate::sync::thread;
     use lock_api::{RawRwLock, RawRwLockDowngrade};
-
-    struct Shared {
-        lock: PfQueue,
-        data: UnsafeCell<u32>,
-    }
-
-    // SAFETY: `data` is only accessed under `lock`, which is what the model checks.
-    unsafe impl Sync for Shared {}
-
-    fn shared() -> Arc<Shared> {
-        Arc::new(Shared {
-            lock: PfQueue::new(),
-            data: UnsafeCell::new(0),
-        })
-    }
-
-    fn write(s: &Shared) {
-        let g = s.lock.lock_exclusive();
-        // SAFETY: exclusive access under the lock (loom reports it otherwise).
-        s.data.with_mut(|p| unsafe { *p += 1 });
-        // SAFETY: our exclusive acquisition.
-        unsafe { s.lock.unlock_exclusive(g) };
-    }
-
-    fn read(s: &Shared) -> u32 {
-        let g = s.lock.lock_shared();
-        // SAFETY: shared access under the lock.
-        let v = s.data.with(|p| unsafe { *p });
-        // SAFETY: our shared acquisition.
-        unsafe { s.lock.unlock_shared(g) };
-        v
-    }
 
     /// Two writers through the MCS queue (head hand-off) and a reader.
     #[test]
     fn pfq_two_writers_one_reader() {
-        loom::model(|| {
-            let s = shared();
-            let ws: Vec<_> = (0..2)
-                .map(|_| {
-                    let s = s.clone();
-                    thread::spawn(move || write(&s))
-                })
-                .collect();
-            assert!(read(&s) <= 2);
-            for w in ws {
-                w.join().unwrap();
-            }
-            assert_eq!(read(&s), 2);
-        });
+        loom_support::two_writers_one_reader(PfQueue::<DefaultWait>::new);
     }
 
     /// Readers queue on a writer's phase and are released by its unlock or
@@ -613,11 +569,11 @@ mod loom_tests {
     #[test]
     fn pfq_writer_downgrade_two_readers() {
         loom::model(|| {
-            let s = shared();
+            let s = Shared::new(PfQueue::<DefaultWait>::new());
             let rs: Vec<_> = (0..2)
                 .map(|_| {
                     let s = s.clone();
-                    thread::spawn(move || read(&s))
+                    thread::spawn(move || s.read())
                 })
                 .collect();
             let g = s.lock.lock_exclusive();
@@ -640,25 +596,22 @@ mod loom_tests {
     #[test]
     fn pfq_try_write_against_reader_and_writer() {
         loom::model(|| {
-            let s = shared();
+            let s = Shared::new(PfQueue::<DefaultWait>::new());
             let r = {
                 let s = s.clone();
-                thread::spawn(move || read(&s))
+                thread::spawn(move || s.read())
             };
             let w = {
                 let s = s.clone();
-                thread::spawn(move || write(&s))
+                thread::spawn(move || s.write())
             };
             if let Some(g) = s.lock.try_lock_exclusive() {
-                // SAFETY: exclusive access under the lock.
-                s.data.with_mut(|p| unsafe { *p += 10 });
-                // SAFETY: our exclusive acquisition.
-                unsafe { s.lock.unlock_exclusive(g) };
+                s.add_and_unlock(g, 10);
             }
             let v = r.join().unwrap();
             assert!([0, 1, 10, 11].contains(&v));
             w.join().unwrap();
-            let end = read(&s);
+            let end = s.read();
             assert!(end == 1 || end == 11);
         });
     }
@@ -669,23 +622,20 @@ mod loom_tests {
     #[test]
     fn pfq_writer_queue_handoff() {
         loom::model(|| {
-            let s = shared();
+            let s = Shared::new(PfQueue::<DefaultWait>::new());
             let g = s.lock.lock_exclusive();
             let ws: Vec<_> = (0..2)
                 .map(|_| {
                     let s = s.clone();
-                    thread::spawn(move || write(&s))
+                    thread::spawn(move || s.write())
                 })
                 .collect();
             crate::sync::yield_now();
-            // SAFETY: exclusive access under the lock.
-            s.data.with_mut(|p| unsafe { *p += 1 });
-            // SAFETY: our exclusive acquisition.
-            unsafe { s.lock.unlock_exclusive(g) };
+            s.add_and_unlock(g, 1);
             for w in ws {
                 w.join().unwrap();
             }
-            assert_eq!(read(&s), 3);
+            assert_eq!(s.read(), 3);
         });
     }
 
@@ -694,27 +644,6 @@ mod loom_tests {
     /// by W1's release, never strand in W3's queue.
     #[test]
     fn pfq_reader_across_three_writer_phases() {
-        loom::model(|| {
-            let s = shared();
-            let g = s.lock.lock_exclusive();
-            let r = {
-                let s = s.clone();
-                thread::spawn(move || read(&s))
-            };
-            let w = {
-                let s = s.clone();
-                thread::spawn(move || {
-                    write(&s);
-                    write(&s)
-                })
-            };
-            // SAFETY: exclusive access under the lock.
-            s.data.with_mut(|p| unsafe { *p += 1 });
-            // SAFETY: our exclusive acquisition.
-            unsafe { s.lock.unlock_exclusive(g) };
-            assert!(r.join().unwrap() >= 1);
-            w.join().unwrap();
-            assert_eq!(read(&s), 3);
-        });
+        loom_support::reader_across_three_writer_phases(PfQueue::<DefaultWait>::new);
     }
 }

@@ -407,60 +407,14 @@ mod tests {
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;
-    use crate::sync::{Arc, UnsafeCell, thread};
+    use crate::loom_support::{self, Shared};
+    use crate::sync::thread;
     use lock_api::{RawRwLock, RawRwLockDowngrade};
-
-    struct Shared {
-        lock: PfTicket,
-        data: UnsafeCell<u32>,
-    }
-
-    // SAFETY: `data` is only accessed under `lock`, which is what the model checks.
-    unsafe impl Sync for Shared {}
-
-    fn write(s: &Shared) {
-        let g = s.lock.lock_exclusive();
-        // SAFETY: exclusive access under the lock (loom reports it otherwise).
-        s.data.with_mut(|p| unsafe { *p += 1 });
-        // SAFETY: our exclusive acquisition.
-        unsafe { s.lock.unlock_exclusive(g) };
-    }
-
-    fn read(s: &Shared) -> u32 {
-        let g = s.lock.lock_shared();
-        // SAFETY: shared access under the lock.
-        let v = s.data.with(|p| unsafe { *p });
-        // SAFETY: our shared acquisition.
-        unsafe { s.lock.unlock_shared(g) };
-        v
-    }
-
-    fn shared() -> Arc<Shared> {
-        Arc::new(Shared {
-            lock: PfTicket::new(),
-            data: UnsafeCell::new(0),
-        })
-    }
 
     /// Two writers and a reader: writers exclude each other and the reader.
     #[test]
     fn pft_two_writers_one_reader() {
-        loom::model(|| {
-            let s = shared();
-            let w1 = {
-                let s = s.clone();
-                thread::spawn(move || write(&s))
-            };
-            let w2 = {
-                let s = s.clone();
-                thread::spawn(move || write(&s))
-            };
-            let v = read(&s);
-            assert!(v <= 2);
-            w1.join().unwrap();
-            w2.join().unwrap();
-            assert_eq!(read(&s), 2);
-        });
+        loom_support::two_writers_one_reader(PfTicket::<DefaultWait>::new);
     }
 
     /// A failed `try_lock_exclusive` between two writers must keep the phase
@@ -469,14 +423,14 @@ mod loom_tests {
     #[test]
     fn pft_failed_try_write_keeps_phases_alternating() {
         loom::model(|| {
-            let s = shared();
+            let s = Shared::new(PfTicket::<DefaultWait>::new());
             let w1 = {
                 let s = s.clone();
-                thread::spawn(move || write(&s))
+                thread::spawn(move || s.write())
             };
             let r = {
                 let s = s.clone();
-                thread::spawn(move || read(&s))
+                thread::spawn(move || s.read())
             };
             let w2 = {
                 let s = s.clone();
@@ -485,13 +439,13 @@ mod loom_tests {
                         // SAFETY: our exclusive acquisition.
                         unsafe { s.lock.unlock_exclusive(g) };
                     }
-                    write(&s)
+                    s.write()
                 })
             };
             w1.join().unwrap();
             r.join().unwrap();
             w2.join().unwrap();
-            assert_eq!(read(&s), 2);
+            assert_eq!(s.read(), 2);
         });
     }
 
@@ -500,7 +454,7 @@ mod loom_tests {
     #[test]
     fn pft_readers_writer_downgrade() {
         loom::model(|| {
-            let s = shared();
+            let s = Shared::new(PfTicket::<DefaultWait>::new());
             let r = {
                 let s = s.clone();
                 thread::spawn(move || {
@@ -510,7 +464,7 @@ mod loom_tests {
                         // SAFETY: our shared acquisition.
                         unsafe { s.lock.unlock_shared(g) };
                     }
-                    read(&s)
+                    s.read()
                 })
             };
             let w = {
@@ -529,10 +483,7 @@ mod loom_tests {
                 })
             };
             if let Some(g) = s.lock.try_lock_exclusive() {
-                // SAFETY: exclusive access under the lock.
-                s.data.with_mut(|p| unsafe { *p += 10 });
-                // SAFETY: our exclusive acquisition.
-                unsafe { s.lock.unlock_exclusive(g) };
+                s.add_and_unlock(g, 10);
             }
             r.join().unwrap();
             let v = w.join().unwrap();
@@ -544,27 +495,6 @@ mod loom_tests {
     /// the reader must see a change of the bits before W3 can announce.
     #[test]
     fn pft_reader_across_three_writer_phases() {
-        loom::model(|| {
-            let s = shared();
-            let g = s.lock.lock_exclusive();
-            let r = {
-                let s = s.clone();
-                thread::spawn(move || read(&s))
-            };
-            let w = {
-                let s = s.clone();
-                thread::spawn(move || {
-                    write(&s);
-                    write(&s)
-                })
-            };
-            // SAFETY: exclusive access under the lock.
-            s.data.with_mut(|p| unsafe { *p += 1 });
-            // SAFETY: our exclusive acquisition.
-            unsafe { s.lock.unlock_exclusive(g) };
-            assert!(r.join().unwrap() >= 1);
-            w.join().unwrap();
-            assert_eq!(read(&s), 3);
-        });
+        loom_support::reader_across_three_writer_phases(PfTicket::<DefaultWait>::new);
     }
 }
