@@ -184,21 +184,18 @@ pub fn svg(
                 r.median / 1e6
             }
         };
-        let values: Vec<f64> = group
-            .iter()
-            .map(|r| value(r))
-            .filter(|v| v.is_finite() && *v > 0.0)
-            .collect();
-        if values.is_empty() {
+        let series = series(&group, &value);
+        let points = || series.iter().flat_map(|(_, points)| points.iter());
+        if points().next().is_none() {
             continue;
         }
-        let (lo, hi) = values
-            .iter()
-            .fold((f64::MAX, f64::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
-        let xs: Vec<f64> = group.iter().map(|r| f64::from(x_of(&r.workload))).collect();
-        let (xmin, xmax) = xs
-            .iter()
-            .fold((f64::MAX, f64::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+        let range = |f: fn(&(f64, f64)) -> f64| {
+            points()
+                .map(f)
+                .fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)))
+        };
+        let (lo, hi) = range(|p| p.1);
+        let (xmin, xmax) = range(|p| p.0);
         let root = SVGBackend::new(&path, (1060, 560)).into_drawing_area();
         root.fill(&WHITE)?;
         let interference = matches!(group[0].workload, Workload::Interference { .. });
@@ -220,7 +217,6 @@ pub fn svg(
                 (xmax - xmin.min(1.0)) as usize + 1
             },
         };
-        let series = series(&group, &value);
         let y = (lo / 1.5..hi * 1.5).log_scale();
         if interference {
             // Pool sizes span 1 to 8192: log scale, as in the BRAVO paper.

@@ -106,18 +106,27 @@ impl<W: WaitPolicy> BrLock<W> {
     /// The sub-locks, allocating them on first use.
     #[inline]
     fn subs(&self) -> &[Sub<W>] {
+        match self.allocated() {
+            Some(subs) => subs,
+            None => self.init(),
+        }
+    }
+
+    /// The sub-locks if they were allocated: a pure read.
+    #[inline]
+    fn allocated(&self) -> Option<&[Sub<W>]> {
         // Acquire: pairs with the Release CAS that published the array (and,
         // before it, `len`).
         let p = self.subs.load(Ordering::Acquire);
         if p.is_null() {
-            return self.init();
+            return None;
         }
         // Relaxed: written before the Release publication we acquired.
         let len = self.len.load(Ordering::Relaxed);
         // `init` published `p` as a leaked boxed slice of `len` elements;
         // only `drop` (`&mut self`) frees it.
         // SAFETY: `p` points to `len` initialised sub-locks that outlive `&self`.
-        unsafe { core::slice::from_raw_parts(p, len) }
+        Some(unsafe { core::slice::from_raw_parts(p, len) })
     }
 
     #[cold]
@@ -292,17 +301,15 @@ unsafe impl<W: WaitPolicy> RawRwLock for BrLock<W> {
 
     fn is_locked(&self) -> bool {
         // Pure reads; an unallocated lock was never locked.
-        // Acquire: see `subs`.
-        let p = self.subs.load(Ordering::Acquire);
-        !p.is_null() && self.subs().iter().any(|s| s.is_locked())
+        self.allocated()
+            .is_some_and(|subs| subs.iter().any(|s| s.is_locked()))
     }
 
     fn is_locked_exclusive(&self) -> bool {
         // A writer takes sub-lock 0 first: it is held exclusively from the
         // first writer step to the unlock.
-        // Acquire: see `subs`.
-        let p = self.subs.load(Ordering::Acquire);
-        !p.is_null() && self.subs()[0].is_locked_exclusive()
+        self.allocated()
+            .is_some_and(|subs| subs[0].is_locked_exclusive())
     }
 }
 
