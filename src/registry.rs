@@ -36,6 +36,10 @@ pub const LOCKS: &[LockEntry] = &[
     lock!("parking_lot", "peer", Raw<parking_lot::RawRwLock>),
     lock!("std", "peer", Std),
     lock!("crossbeam_sharded", "peer", Sharded),
+    lock!("bravo_parking_lot", "bravo", Raw<bravo::RawRwLock>),
+    lock!("bravo_pf_q", "bravo", Raw<bravo::RawPfQueue>),
+    lock!("bravo_pf_t", "bravo", Raw<bravo::RawPfTicket>),
+    lock!("bravo_pthread", "bravo", Raw<bravo::RawPthread>),
     lock!("pthread", "peer", Raw<rwlock_core::PthreadRwLock>),
     #[cfg(has_ck)]
     lock!("ck_brlock", "peer", crate::ck::CkBrlock),
@@ -47,6 +51,37 @@ pub const LOCKS: &[LockEntry] = &[
 /// does not lock, to watch the zero-sum check fail a run
 /// (`--locks no_lock --workloads rwbench --write 50`).
 pub const BROKEN: LockEntry = lock!("no_lock", "broken", crate::bench_lock::NoLock);
+
+/// Selectable by name or as the family `bravo-ablation` only: BRAVO over
+/// parking_lot with Listing 1 exactly, and with each Section 7 refinement
+/// alone, to measure what each one buys (`docs/results.md`).
+pub const ABLATIONS: &[LockEntry] = &[
+    lock!(
+        "bravo_pl_listing1",
+        "bravo-ablation",
+        Raw<bravo::Bravo<parking_lot::RawRwLock, bravo::Listing1>>
+    ),
+    lock!(
+        "bravo_pl_revoke_early",
+        "bravo-ablation",
+        Raw<bravo::Bravo<parking_lot::RawRwLock, bravo::policy::RevokeBeforeLock>>
+    ),
+    lock!(
+        "bravo_pl_second_probe",
+        "bravo-ablation",
+        Raw<bravo::Bravo<parking_lot::RawRwLock, bravo::policy::SecondProbe>>
+    ),
+    lock!(
+        "bravo_pl_block_scan",
+        "bravo-ablation",
+        Raw<bravo::Bravo<parking_lot::RawRwLock, bravo::policy::BlockScan>>
+    ),
+    lock!(
+        "bravo_pl_adaptive",
+        "bravo-ablation",
+        Raw<bravo::Bravo<parking_lot::RawRwLock, bravo::policy::Adaptive>>
+    ),
+];
 
 /// Whether the Concurrency Kit peers were built (libck-dev was found).
 pub const HAS_CK: bool = cfg!(has_ck);
@@ -65,13 +100,15 @@ pub fn select(selectors: &[String]) -> Result<Vec<LockEntry>, String> {
         } else {
             LOCKS
                 .iter()
+                .chain(ABLATIONS)
                 .filter(|e| e.name == sel || e.family == sel)
                 .collect()
         };
         if matched.is_empty() {
-            let names: Vec<_> = LOCKS.iter().map(|e| e.name).collect();
+            let names: Vec<_> = LOCKS.iter().chain(ABLATIONS).map(|e| e.name).collect();
             return Err(format!(
-                "no lock or family named `{sel}` (locks: {}; families: rwlock-core, peer)",
+                "no lock or family named `{sel}` (locks: {}; families: rwlock-core, bravo, \
+                 peer, bravo-ablation)",
                 names.join(", ")
             ));
         }
@@ -104,5 +141,23 @@ mod tests {
         assert!(select(&["nope".into()]).unwrap_err().contains("nope"));
         assert!(select(&[]).unwrap().iter().all(|e| e.name != "no_lock"));
         assert_eq!(select(&["no_lock".into()]).unwrap()[0].name, "no_lock");
+        assert!(
+            select(&[])
+                .unwrap()
+                .iter()
+                .all(|e| e.family != "bravo-ablation")
+        );
+        assert_eq!(
+            select(&["bravo-ablation".into()]).unwrap().len(),
+            ABLATIONS.len()
+        );
+        for (i, a) in ABLATIONS.iter().enumerate() {
+            assert!(
+                LOCKS
+                    .iter()
+                    .chain(&ABLATIONS[i + 1..])
+                    .all(|b| b.name != a.name)
+            );
+        }
     }
 }

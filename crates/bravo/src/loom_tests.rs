@@ -1,0 +1,168 @@
+//! loom models of the BRAVO protocol (run with `RUSTFLAGS="--cfg loom"`,
+//! bounded by `LOOM_MAX_PREEMPTIONS`; see `scripts/test`).
+//!
+//! Each model guards a loom `UnsafeCell` with a `Bravo` lock: loom reports
+//! any access not ordered by the lock (a reader beside a writer, or a
+//! reader that misses the last writer's data) as a causality violation.
+//! The underlying lock is PF-T or PF-Q (loom-instrumented through
+//! `rwlock_core::sync`). The model's clock is constant, so slow readers
+//! re-enable the bias as soon as they may: the models explore bias being
+//! set, revoked and set again. Tables have 1 or 2 slots, so collisions and
+//! second probes happen.
+
+use lock_api::RawRwLock;
+
+use crate::policy::{self, Policy};
+use crate::sync::{Arc, UnsafeCell, thread};
+use crate::{Bravo, table};
+
+struct Shared<L, P: Policy> {
+    lock: Bravo<L, P>,
+    data: UnsafeCell<u32>,
+}
+
+// SAFETY: `data` is only accessed under `lock`, which is what the models check.
+unsafe impl<L: Sync, P: Policy> Sync for Shared<L, P> {}
+
+impl<L: RawRwLock, P: Policy> Shared<L, P> {
+    fn new(make: fn() -> L) -> Arc<Self> {
+        Arc::new(Shared {
+            lock: Bravo::from_raw(make()),
+            data: UnsafeCell::new(0),
+        })
+    }
+
+    fn write(&self) {
+        let g = self.lock.lock_exclusive();
+        // SAFETY: exclusive access under the lock (loom reports it otherwise).
+        self.data.with_mut(|p| unsafe { *p += 1 });
+        // SAFETY: our write.
+        unsafe { self.lock.unlock_exclusive(g) };
+    }
+
+    fn read(&self) -> u32 {
+        let g = self.lock.lock_shared();
+        // SAFETY: shared access under the lock.
+        let v = self.data.with(|p| unsafe { *p });
+        // SAFETY: our read.
+        unsafe { self.lock.unlock_shared(g) };
+        v
+    }
+}
+
+fn slots(n: usize) {
+    table::configure(n).unwrap();
+}
+
+/// A biased lock: one reader on the fast path against one writer's
+/// revocation (the store-load pair of Listing 1 l. 14-18 / 39-44).
+fn fast_reader_vs_writer<L, P>(make: fn() -> L)
+where
+    L: RawRwLock + Send + Sync + 'static,
+    P: Policy,
+{
+    loom::model(move || {
+        let s = Shared::<L, P>::new(make);
+        s.read(); // slow; enables the bias
+        assert!(s.lock.is_biased());
+        let r = {
+            let s = s.clone();
+            thread::spawn(move || s.read())
+        };
+        s.write();
+        let seen = r.join().unwrap();
+        assert!(seen <= 1);
+        assert_eq!(s.read(), 1);
+    });
+}
+
+#[test]
+fn loom_tests_fast_reader_vs_writer_listing1() {
+    slots(2);
+    fast_reader_vs_writer::<_, policy::Listing1>(
+        rwlock_core::PfTicket::<rwlock_core::wait::DefaultWait>::new,
+    );
+}
+
+#[test]
+fn loom_tests_fast_reader_vs_writer_default_policy() {
+    slots(2);
+    fast_reader_vs_writer::<_, crate::DefaultPolicy>(
+        rwlock_core::PfQueue::<rwlock_core::wait::DefaultWait>::new,
+    );
+}
+
+/// One slot: the second reader collides with the first (fast) and takes
+/// the slow path; both release their own acquisitions while a writer
+/// revokes. An unlock deciding from the slot's content would release the
+/// wrong acquisition and the writer would enter beside a reader.
+#[test]
+fn loom_tests_colliding_readers_vs_writer() {
+    slots(1);
+    loom::model(move || {
+        let s = Shared::<_, policy::Listing1>::new(
+            rwlock_core::PfTicket::<rwlock_core::wait::DefaultWait>::new,
+        );
+        s.read();
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let s = s.clone();
+                thread::spawn(move || s.read())
+            })
+            .collect();
+        s.write();
+        for r in readers {
+            assert!(r.join().unwrap() <= 1);
+        }
+        assert!(!s.lock.is_locked());
+    });
+}
+
+/// Section 7's revocation before the lock: two writers (one may revoke
+/// while the other holds `L`) and a reader that re-enables the bias.
+#[test]
+fn loom_tests_revoke_before_lock_two_writers() {
+    slots(2);
+    loom::model(move || {
+        let s = Shared::<_, policy::RevokeBeforeLock>::new(
+            rwlock_core::PfTicket::<rwlock_core::wait::DefaultWait>::new,
+        );
+        s.read();
+        let w = {
+            let s = s.clone();
+            thread::spawn(move || s.write())
+        };
+        let r = {
+            let s = s.clone();
+            thread::spawn(move || s.read())
+        };
+        s.write();
+        w.join().unwrap();
+        assert!(r.join().unwrap() <= 2);
+        assert_eq!(s.read(), 2);
+    });
+}
+
+/// A failed try-write restores the bias; readers on either path and a
+/// try-writer never overlap.
+#[test]
+fn loom_tests_try_write_vs_fast_reader() {
+    slots(2);
+    loom::model(move || {
+        let s = Shared::<_, policy::Listing1>::new(
+            rwlock_core::PfTicket::<rwlock_core::wait::DefaultWait>::new,
+        );
+        s.read();
+        let r = {
+            let s = s.clone();
+            thread::spawn(move || s.read())
+        };
+        if let Some(g) = s.lock.try_lock_exclusive() {
+            // SAFETY: exclusive access under the lock.
+            s.data.with_mut(|p| unsafe { *p += 1 });
+            // SAFETY: our write.
+            unsafe { s.lock.unlock_exclusive(g) };
+        }
+        assert!(r.join().unwrap() <= 1);
+    });
+}

@@ -1,0 +1,1212 @@
+//! [`Bravo<L>`]: the biased lock over any `lock_api::RawRwLock`.
+//!
+//! # The lock word
+//!
+//! Listing 1 keeps two fields, `RBias` and `InhibitUntil`; the paper notes
+//! (footnote 4) that they fit one word, and here they do, with two more
+//! flags, so that a `Bravo<L>` is `L` plus 8 bytes:
+//!
+//! ```text
+//!  63                                 6 5        2   1          0
+//! +------------------------------------+----------+----------+-------+
+//! | time (58 bits, clock units)         | exponent | REVOKING | RBIAS |
+//! +------------------------------------+----------+----------+-------+
+//! ```
+//!
+//! - `RBIAS`: readers may take the fast path.
+//! - `REVOKING`: a writer has cleared `RBIAS` and is scanning the table.
+//!   Exactly one revocation runs at a time; other writers wait for the flag
+//!   to drop, and readers never set `RBIAS` while it is up.
+//! - `exponent`: the adaptive policy's `e`, 4-bit two's complement (0
+//!   unless [`Policy::ADAPTIVE`]).
+//! - `time`: while `RBIAS` is set, when it was set; otherwise
+//!   `InhibitUntil`, before which slow readers may not set it again.
+//!
+//! # Protocol (Listing 1, with the line numbers of the paper)
+//!
+//! Reader (`lock_shared`):
+//! 1. if `RBIAS` is clear (l. 12), take the slow path;
+//! 2. CAS its slot from 0 to the lock's address (l. 14, `SeqCst`);
+//! 3. re-load the word (l. 18, `SeqCst`): `RBIAS` still set means a
+//!    revoking writer will see the slot, so enter (the guard keeps the
+//!    slot); otherwise clear the slot (l. 20) and take the slow path;
+//! 4. slow path: acquire read permission on `L` (l. 24); then, still
+//!    holding it, set `RBIAS` if it is clear, no revocation is running and
+//!    `InhibitUntil` has passed (l. 25-26).
+//!
+//! Unlock: the guard says which path was taken (l. 29-33), never the
+//! slot's content: a fast reader stores 0 into *its* slot; a slow reader
+//! releases `L`. (Deciding from the content would let a slow reader whose
+//! hash collides with a fast reader of the same lock clear that reader's
+//! slot: a bug public ports have shipped; `tests/collisions.rs` catches it.)
+//!
+//! Writer (`lock_exclusive`): acquire `L` (l. 36); if `RBIAS` is set
+//! (l. 37), revoke: CAS the word from `RBIAS` to `REVOKING`, a `SeqCst`
+//! fence (l. 39, the store-load fence), scan every slot and wait while it
+//! holds this lock (l. 42-44), then store `InhibitUntil = now + N × (now -
+//! start)` (l. 49) with `REVOKING` cleared.
+//!
+//! Why no reader and writer are ever inside together: the reader's CAS and
+//! re-load and the writer's CAS and scan are a store-load (Dekker) pair,
+//! both sides `SeqCst` (plus the writer's fence): either the reader's
+//! re-load sees `RBIAS` cleared (it backs out), or the writer's scan sees
+//! the reader's slot (it waits). `RBIAS` is only ever set by a thread
+//! holding read permission on `L` (a slow reader) and only while no
+//! revocation runs, so it cannot be set while a writer is inside.
+//!
+//! With [`Policy::REVOKE_BEFORE_LOCK`] (Section 7) a writer runs the same
+//! revocation before acquiring `L`, so readers arriving meanwhile get read
+//! permission from `L` instead of queueing behind the writer, and runs it
+//! again after acquiring `L` (a no-op unless a slow reader re-enabled bias
+//! in between).
+//!
+//! # Orderings
+//!
+//! Each atomic access names what it pairs with. In short: slot CAS
+//! `SeqCst` / word re-load `SeqCst` (reader) against word CAS `SeqCst` +
+//! `fence(SeqCst)` + slot loads `Acquire` (writer); fast unlock `Release`
+//! against the scan's `Acquire`; bias set `Release` (after acquiring `L`)
+//! against the fast reader's re-load, which thereby sees every write the
+//! last writer made before releasing `L`. Inside a loom model the reader
+//! adds a `fence(SeqCst)` after its CAS, because loom models a `SeqCst`
+//! load as `Acquire` and would otherwise report an impossible execution.
+
+use core::fmt;
+use core::marker::PhantomData;
+
+use lock_api::{
+    RawRwLock, RawRwLockDowngrade, RawRwLockFair, RawRwLockTimed, RawRwLockUpgrade,
+    RawRwLockUpgradeDowngrade, RawRwLockUpgradeFair, RawRwLockUpgradeTimed,
+};
+
+use crate::clock;
+use crate::policy::{DefaultPolicy, Policy};
+use crate::stats::{self, Event};
+use crate::sync::{AtomicU64, AtomicUsize, Ordering, fence};
+use crate::table::{self, Table};
+use crate::wait;
+
+const RBIAS: u64 = 1;
+const REVOKING: u64 = 2;
+const EXP_SHIFT: u32 = 2;
+const EXP_MASK: u64 = 0xf << EXP_SHIFT;
+const TIME_SHIFT: u32 = 6;
+const TIME_MASK: u64 = u64::MAX >> TIME_SHIFT;
+/// The adaptive exponent `e`, in `EXP_MIN..=EXP_MAX`, is stored as a 4-bit
+/// two's complement number, so that a zero word means `e = 0`.
+const EXP_MIN: i32 = -3;
+const EXP_MAX: i32 = 6;
+
+#[inline]
+fn time_of(word: u64) -> u64 {
+    word >> TIME_SHIFT
+}
+
+#[inline]
+fn exp_of(word: u64) -> i32 {
+    // Sign-extend the 4-bit field.
+    ((((word & EXP_MASK) >> EXP_SHIFT) as i32) << 28) >> 28
+}
+
+#[inline]
+fn pack(flags: u64, exp: i32, time: u64) -> u64 {
+    flags | (((exp as u64) << EXP_SHIFT) & EXP_MASK) | ((time & TIME_MASK) << TIME_SHIFT)
+}
+
+/// BRAVO over the reader-writer lock `L`.
+///
+/// See the [crate docs](crate) for when to use it and the [module
+/// docs](self) for the protocol. `P` picks the bias policy and the
+/// Section 7 refinements ([`DefaultPolicy`] unless named).
+pub struct Bravo<L, P = DefaultPolicy> {
+    /// `RBias`, `InhibitUntil` and two flags (see the module docs).
+    state: AtomicU64,
+    /// Inside a loom model only: writers parked until a running revocation
+    /// ends (see `wait_revocation`).
+    #[cfg(loom)]
+    revocation_waiters: rwlock_core::wait::Waiters,
+    inner: L,
+    _policy: PhantomData<fn() -> P>,
+}
+
+/// Per-acquisition state of a read: the slot of a fast-path reader, or the
+/// underlying lock's own read state.
+///
+/// `Send` exactly when `G` is: a fast-path slot may be released from any
+/// thread (unlock stores 0 into the slot the guard names, whichever thread
+/// runs it), so only the underlying lock's guard decides.
+pub struct BravoSharedGuard<G> {
+    repr: Repr<G>,
+}
+
+enum Repr<G> {
+    Fast(&'static AtomicUsize),
+    Slow(G),
+}
+
+impl<G> BravoSharedGuard<G> {
+    /// Whether this read went through the visible-readers table.
+    pub fn is_fast(&self) -> bool {
+        matches!(self.repr, Repr::Fast(_))
+    }
+}
+
+impl<G> fmt::Debug for BravoSharedGuard<G> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.repr {
+            Repr::Fast(slot) => f
+                .debug_tuple("Fast")
+                .field(&(*slot as *const AtomicUsize))
+                .finish(),
+            Repr::Slow(_) => f.write_str("Slow"),
+        }
+    }
+}
+
+/// How long a revocation may wait for fast-path readers.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Patience {
+    /// Until they leave (their critical sections bound the wait).
+    Wait,
+    /// Not at all: one scan; if a reader is inside, restore the bias and
+    /// fail. Only with `L` held for writing.
+    Scan,
+}
+
+impl<L: RawRwLock, P: Policy> Bravo<L, P> {
+    rwlock_core::loom_const_fn! {
+        /// An unlocked, unbiased lock.
+        pub fn new() -> Self {
+            Self::from_raw(L::INIT)
+        }
+    }
+
+    rwlock_core::loom_const_fn! {
+        /// Wraps an existing (unlocked) raw lock.
+        pub fn from_raw(inner: L) -> Self {
+            Bravo {
+                state: AtomicU64::new(0),
+                #[cfg(loom)]
+                revocation_waiters: rwlock_core::wait::Waiters::new(),
+                inner,
+                _policy: PhantomData,
+            }
+        }
+    }
+
+    /// The underlying lock.
+    ///
+    /// Acquiring it directly bypasses the bias: a write acquired this way
+    /// does not revoke it, so fast-path readers may run beside it. Use it
+    /// for inspection only.
+    pub fn inner(&self) -> &L {
+        &self.inner
+    }
+
+    /// Whether readers may currently take the fast path (a snapshot).
+    pub fn is_biased(&self) -> bool {
+        // Relaxed: a snapshot for diagnostics.
+        self.state.load(Ordering::Relaxed) & RBIAS != 0
+    }
+
+    #[inline]
+    fn addr(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    /// The fast path (l. 12-21). `None`: take the slow path.
+    #[inline]
+    fn try_lock_fast(&self) -> Option<&'static AtomicUsize> {
+        // Relaxed: only a hint whether to try; the re-load below decides.
+        if self.state.load(Ordering::Relaxed) & RBIAS == 0 {
+            return None;
+        }
+        self.publish()
+    }
+
+    #[inline]
+    fn publish(&self) -> Option<&'static AtomicUsize> {
+        let table: &'static Table = table::table();
+        let me = self.addr();
+        let hash = reader_hash(me);
+        let mut slot = table.slot(hash);
+        // SeqCst: the store half of the store-load pair with the revoking
+        // writer's CAS on `state` + fence + scan (module docs).
+        if slot
+            .compare_exchange(0, me, Ordering::SeqCst, Ordering::Relaxed)
+            .is_err()
+        {
+            if !P::SECOND_PROBE {
+                stats::count(Event::Collision);
+                return None;
+            }
+            // A different slot whenever the table has two: the first
+            // index XOR an odd number drawn from the hash's other half.
+            slot = table.slot(hash ^ ((hash >> 32) | 1));
+            // SeqCst: as the first probe.
+            if slot
+                .compare_exchange(0, me, Ordering::SeqCst, Ordering::Relaxed)
+                .is_err()
+            {
+                stats::count(Event::Collision);
+                return None;
+            }
+        }
+        // loom models SeqCst loads as Acquire: give the model the store-load
+        // ordering the real build has from the SeqCst CAS + SeqCst load.
+        #[cfg(loom)]
+        fence(Ordering::SeqCst);
+        // SeqCst: the load half of the pair (l. 18); also Acquire of the
+        // slow reader's Release bias set, so the last writer's writes are
+        // visible to this reader.
+        if self.state.load(Ordering::SeqCst) & RBIAS != 0 {
+            stats::count(Event::FastRead);
+            return Some(slot);
+        }
+        // Raced with a revocation (l. 20). Relaxed: nothing was read under
+        // the slot, so there is nothing for the writer to synchronise with.
+        slot.store(0, Ordering::Relaxed);
+        stats::count(Event::Raced);
+        None
+    }
+
+    /// After a slow-path read acquisition: maybe enable bias (l. 25-26).
+    ///
+    /// Reading the clock costs about as much as a whole uncontended lock
+    /// pair (20 ns here), and under heavy writing every read is a slow read
+    /// with bias off; so a thread consults the clock on one slow read in
+    /// [`CLOCK_EVERY`] only (a per-thread countdown, in the spirit of the
+    /// paper's first prototype, which enabled bias on a 1/100 Bernoulli
+    /// trial). Bias then comes back at most that many slow reads per thread
+    /// after `InhibitUntil`, a delay far below the window itself.
+    #[inline]
+    fn after_slow_read(&self) {
+        stats::count(Event::SlowRead);
+        // Relaxed: a hint; the CAS in `enable_bias` re-checks the word.
+        let word = self.state.load(Ordering::Relaxed);
+        if word & (RBIAS | REVOKING) == 0 && clock_due() {
+            self.enable_bias(word);
+        }
+    }
+
+    fn enable_bias(&self, word: u64) {
+        let now = clock::now();
+        if now < time_of(word) {
+            return;
+        }
+        // Release: we hold read permission on `L`, acquired after the last
+        // writer released it; fast readers that Acquire-load `RBIAS` (their
+        // SeqCst re-load) thus see that writer's critical section. Failure
+        // Relaxed: someone else changed the word; they decide.
+        if self
+            .state
+            .compare_exchange(
+                word,
+                pack(RBIAS, exp_of(word), now),
+                Ordering::Release,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+        {
+            stats::count(Event::BiasSet);
+        }
+    }
+
+    /// Revokes the bias if it is set, or waits for a running revocation.
+    ///
+    /// Returns `true` when, at return, `RBIAS` and `REVOKING` are clear and
+    /// every fast-path reader that entered before has left (as seen through
+    /// `Acquire`). With `Patience::Scan` (caller holds `L` for writing) it
+    /// returns `false`, bias restored, if a reader is inside or another
+    /// revocation runs.
+    fn revoke(&self, patience: Patience) -> bool {
+        loop {
+            // Acquire: pairs with the Release store that ends a revocation
+            // (whose scan saw this lock's fast readers leave) and with the
+            // Release bias set by a slow reader.
+            let word = self.state.load(Ordering::Acquire);
+            if word & REVOKING != 0 {
+                if patience == Patience::Scan {
+                    return false;
+                }
+                self.wait_revocation();
+                continue;
+            }
+            if word & RBIAS == 0 {
+                return true;
+            }
+            // SeqCst: the writer's half of the store-load pair (with the
+            // fence below); Acquire on failure as the load above.
+            if self
+                .state
+                .compare_exchange(
+                    word,
+                    (word & !RBIAS) | REVOKING,
+                    Ordering::SeqCst,
+                    Ordering::Acquire,
+                )
+                .is_err()
+            {
+                continue;
+            }
+            // The store-load fence of l. 39: clearing RBIAS is ordered
+            // before the scan's loads (pairs with the reader's SeqCst CAS
+            // and re-load).
+            fence(Ordering::SeqCst);
+            let start = clock::now();
+            let clear = scan::<P>(table::table(), self.addr(), patience);
+            let end = clock::now();
+            if !clear {
+                // A reader is inside and we may not wait. We hold `L` for
+                // writing, so re-setting the bias cannot let a fast reader
+                // in beside a writer. SeqCst RMW: ends a revocation (below).
+                self.state.swap(word, Ordering::SeqCst);
+                self.revocation_ended();
+                return false;
+            }
+            let cost = end.saturating_sub(start).max(1);
+            let mut exp = exp_of(word);
+            if P::ADAPTIVE {
+                // Bias that lived shorter than the window it will cost
+                // did not pay: widen the window; otherwise narrow it.
+                let lived = start.saturating_sub(time_of(word));
+                exp = if lived < window::<P>(cost, exp) {
+                    (exp + 1).min(EXP_MAX)
+                } else {
+                    (exp - 1).max(EXP_MIN)
+                };
+            }
+            let inhibit = window::<P>(cost, exp);
+            // SeqCst RMW (Release at least): ends the revocation; pairs with
+            // the Acquire loads of waiting writers, which thereby see the
+            // readers' departures this scan acquired, and is the state
+            // change of the `Waiters` protocol before `wake_all`.
+            self.state
+                .swap(pack(0, exp, end.saturating_add(inhibit)), Ordering::SeqCst);
+            self.revocation_ended();
+            stats::revocation(end - start, inhibit);
+            return true;
+        }
+    }
+
+    /// Waits until another writer's revocation ends.
+    ///
+    /// The revoker itself waits for readers by polling (a fast reader's
+    /// unlock cannot wake anybody), so a writer queued behind it polls the
+    /// same way: it waits for the same readers. Inside a loom model, two
+    /// pollers make the schedule space infinite, so there the writer parks
+    /// on a `Waiters` (its SeqCst re-check pairs with the SeqCst swap that
+    /// ends the revocation) and the revoker wakes it: the same condition,
+    /// waited for without spinning.
+    #[cold]
+    fn wait_revocation(&self) {
+        #[cfg(not(loom))]
+        {
+            let mut backoff = wait::Sleeper::new();
+            // Acquire: as in `revoke`.
+            while self.state.load(Ordering::Acquire) & REVOKING != 0 {
+                backoff.snooze();
+            }
+        }
+        #[cfg(loom)]
+        self.revocation_waiters
+            .wait_until::<rwlock_core::wait::DefaultWait>(|| {
+                // SeqCst: the `Waiters` protocol's re-check.
+                self.state.load(Ordering::SeqCst) & REVOKING == 0
+            });
+    }
+
+    /// After the SeqCst swap that clears `REVOKING`.
+    #[inline]
+    fn revocation_ended(&self) {
+        #[cfg(loom)]
+        self.revocation_waiters.wake_all();
+    }
+
+    /// A write acquisition of `L` is held: make sure no fast reader is in.
+    #[inline]
+    fn revoke_held(&self) {
+        // Acquire: see `revoke`.
+        if self.state.load(Ordering::Acquire) & (RBIAS | REVOKING) != 0 {
+            self.revoke(Patience::Wait);
+        }
+    }
+
+    /// Before acquiring `L` for writing (Section 7 refinement).
+    #[inline]
+    fn revoke_early(&self) {
+        // Relaxed: a hint; `revoke_held` after acquiring `L` is the check
+        // that counts.
+        if P::REVOKE_BEFORE_LOCK && self.state.load(Ordering::Relaxed) & RBIAS != 0 {
+            self.revoke(Patience::Wait);
+        }
+    }
+}
+
+/// A thread reads the clock on one slow read with bias off in this many.
+pub const CLOCK_EVERY: u32 = 16;
+
+#[cfg(not(loom))]
+crate::sync::thread_local! {
+    static CLOCK_COUNTDOWN: core::cell::Cell<u32> = const { core::cell::Cell::new(0) };
+}
+
+// loom's `thread_local!` has no `const` initialiser form.
+#[cfg(loom)]
+crate::sync::thread_local! {
+    static CLOCK_COUNTDOWN: core::cell::Cell<u32> = core::cell::Cell::new(0);
+}
+
+/// Whether this slow read should consult the clock (see `after_slow_read`).
+#[inline]
+fn clock_due() -> bool {
+    CLOCK_COUNTDOWN
+        .try_with(|c| match c.get() {
+            0 => {
+                c.set(CLOCK_EVERY - 1);
+                true
+            }
+            n => {
+                c.set(n - 1);
+                false
+            }
+        })
+        // During thread teardown: decide by the clock every time.
+        .unwrap_or(true)
+}
+
+/// `N × 2^exp × cost`, saturating.
+#[inline]
+fn window<P: Policy>(cost: u64, exp: i32) -> u64 {
+    let base = cost.saturating_mul(P::SLOWDOWN_GUARD);
+    if exp >= 0 {
+        base.saturating_mul(1 << exp)
+    } else {
+        base >> (-exp)
+    }
+}
+
+/// Waits until no slot holds `lock` (l. 42-44). With `Patience::Scan`,
+/// returns `false` at the first slot that does.
+fn scan<P: Policy>(table: &Table, lock: usize, patience: Patience) -> bool {
+    for block in table.blocks() {
+        if P::BLOCK_SCAN {
+            // One branch per 16 slots: the common case is a table with no
+            // reader of this lock left.
+            // Acquire: pairs with the fast reader's Release unlock.
+            let hit = block
+                .iter()
+                .fold(false, |hit, s| hit | (s.load(Ordering::Acquire) == lock));
+            if !hit {
+                continue;
+            }
+        }
+        for slot in block {
+            // Acquire: pairs with the fast reader's Release unlock (its
+            // critical section happens before the writer's).
+            if slot.load(Ordering::Acquire) == lock {
+                if patience == Patience::Scan {
+                    return false;
+                }
+                let mut backoff = wait::Sleeper::new();
+                // Acquire: as above.
+                while slot.load(Ordering::Acquire) == lock {
+                    backoff.snooze();
+                }
+            }
+        }
+    }
+    true
+}
+
+/// The slot hash of (lock, calling thread): Murmur3's finaliser
+/// ([`rwlock_core::thread_id::mix`]). A one-multiply Fibonacci hash measured
+/// no faster here (the CAS dominates), so the better-mixed one stays.
+#[cfg(not(loom))]
+#[inline]
+fn reader_hash(lock: usize) -> u64 {
+    rwlock_core::thread_id::mix(lock, rwlock_core::thread_id::current())
+}
+
+/// Inside a model: the loom thread's index within the execution, so the
+/// slot choice is the same in every execution (addresses, and loom's
+/// `ThreadId` hash, differ between executions). Thread `i` takes slot
+/// `i mod slots`.
+#[cfg(loom)]
+fn reader_hash(_lock: usize) -> u64 {
+    let id = format!("{:?}", loom::thread::current().id());
+    id.trim_start_matches("ThreadId(")
+        .trim_end_matches(')')
+        .parse()
+        .expect("loom ThreadId's Debug form")
+}
+
+impl<L: RawRwLock, P: Policy> Default for Bravo<L, P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<L, P> fmt::Debug for Bravo<L, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Relaxed: a snapshot for display.
+        let word = self.state.load(Ordering::Relaxed);
+        f.debug_struct("Bravo")
+            .field("biased", &(word & RBIAS != 0))
+            .field("revoking", &(word & REVOKING != 0))
+            .finish_non_exhaustive()
+    }
+}
+
+impl<L, P> Drop for Bravo<L, P> {
+    /// A fast-path read guard that was `mem::forget`-ten leaves this lock's
+    /// address in its slot; clear such slots so that a lock later built at
+    /// the same address does not wait for a reader that is gone. Only a
+    /// lock that is still biased can have any: that costs one table scan.
+    fn drop(&mut self) {
+        // Relaxed: we are the only user (`&mut self`).
+        if self.state.load(Ordering::Relaxed) & (RBIAS | REVOKING) == 0 {
+            return;
+        }
+        let me = self as *const Self as usize;
+        for block in table::table().blocks() {
+            for slot in block {
+                // Relaxed: no guard of this lock is alive (`&mut self`), so a
+                // slot holding our address belongs to a forgotten guard.
+                let _ = slot.compare_exchange(me, 0, Ordering::Relaxed, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+// SAFETY: readers are admitted either through `L`'s read permission or
+// through a published slot re-checked against `RBIAS`; writers hold `L`'s
+// write permission and, before entering, revoke the bias and wait until no
+// slot names the lock (the store-load argument of the module docs), so a
+// writer is never inside with anyone else. Acquire/Release come from `L`
+// and from the orderings documented at each access. Guard state is the
+// slot or `L`'s own state, consumed by the matching unlock.
+unsafe impl<L: RawRwLock, P: Policy> RawRwLock for Bravo<L, P> {
+    #[cfg(not(loom))]
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = Self::new();
+    #[cfg(loom)]
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = panic!("loom atomics have no const constructor: use Bravo::new() in models");
+
+    type SharedGuard = BravoSharedGuard<L::SharedGuard>;
+    type ExclusiveGuard = L::ExclusiveGuard;
+
+    #[inline]
+    fn lock_shared(&self) -> Self::SharedGuard {
+        if let Some(slot) = self.try_lock_fast() {
+            return BravoSharedGuard {
+                repr: Repr::Fast(slot),
+            };
+        }
+        let g = self.inner.lock_shared();
+        self.after_slow_read();
+        BravoSharedGuard {
+            repr: Repr::Slow(g),
+        }
+    }
+
+    #[inline]
+    fn try_lock_shared(&self) -> Option<Self::SharedGuard> {
+        if let Some(slot) = self.try_lock_fast() {
+            return Some(BravoSharedGuard {
+                repr: Repr::Fast(slot),
+            });
+        }
+        let g = self.inner.try_lock_shared()?;
+        self.after_slow_read();
+        Some(BravoSharedGuard {
+            repr: Repr::Slow(g),
+        })
+    }
+
+    #[inline]
+    unsafe fn unlock_shared(&self, guard: Self::SharedGuard) {
+        match guard.repr {
+            Repr::Fast(slot) => {
+                // Relaxed: our own slot, which only we change while we hold it.
+                debug_assert!(
+                    slot.load(Ordering::Relaxed) == self.addr(),
+                    "bravo: unlock_shared with a read guard of another lock"
+                );
+                // Release: pairs with the revoking writer's Acquire scan.
+                slot.store(0, Ordering::Release);
+            }
+            // SAFETY: the caller's read acquisition of `L`.
+            Repr::Slow(g) => unsafe { self.inner.unlock_shared(g) },
+        }
+    }
+
+    #[inline]
+    fn lock_exclusive(&self) -> Self::ExclusiveGuard {
+        self.revoke_early();
+        let g = self.inner.lock_exclusive();
+        self.revoke_held();
+        g
+    }
+
+    #[inline]
+    fn try_lock_exclusive(&self) -> Option<Self::ExclusiveGuard> {
+        let g = self.inner.try_lock_exclusive()?;
+        // Acquire: see `revoke`.
+        if self.state.load(Ordering::Acquire) & (RBIAS | REVOKING) != 0
+            && !self.revoke(Patience::Scan)
+        {
+            // SAFETY: the write acquisition just made.
+            unsafe { self.inner.unlock_exclusive(g) };
+            return None;
+        }
+        Some(g)
+    }
+
+    #[inline]
+    unsafe fn unlock_exclusive(&self, guard: Self::ExclusiveGuard) {
+        // SAFETY: the caller's write acquisition of `L`.
+        unsafe { self.inner.unlock_exclusive(guard) }
+    }
+
+    /// Answers from `L` and, when the bias is (or was just) on, a scan of
+    /// the table for fast-path readers; never revokes.
+    fn is_locked(&self) -> bool {
+        // Acquire: pairs with the bias set, so a scan follows it.
+        self.inner.is_locked()
+            || (self.state.load(Ordering::Acquire) & (RBIAS | REVOKING) != 0
+                && table::table().contains(self.addr()))
+    }
+
+    fn is_locked_exclusive(&self) -> bool {
+        self.inner.is_locked_exclusive()
+    }
+}
+
+// SAFETY: fair unlocking is `L`'s for slow readers and writers; a fast
+// reader's unlock hands nothing over (a waiting writer polls its slot).
+unsafe impl<L: RawRwLockFair, P: Policy> RawRwLockFair for Bravo<L, P> {
+    unsafe fn unlock_shared_fair(&self, guard: Self::SharedGuard) {
+        match guard.repr {
+            // SAFETY: the caller's fast read acquisition.
+            Repr::Fast(_) => unsafe { self.unlock_shared(guard) },
+            // SAFETY: the caller's read acquisition of `L`.
+            Repr::Slow(g) => unsafe { self.inner.unlock_shared_fair(g) },
+        }
+    }
+
+    unsafe fn unlock_exclusive_fair(&self, guard: Self::ExclusiveGuard) {
+        // SAFETY: the caller's write acquisition of `L`.
+        unsafe { self.inner.unlock_exclusive_fair(guard) }
+    }
+    // `bump_*`: the provided versions (fair unlock, then lock again) go
+    // through `lock_shared` / `lock_exclusive`, so a bump that lets readers
+    // re-enable bias is followed by a revocation.
+}
+
+// SAFETY: `L` downgrades atomically; the result is a slow-path read, and
+// bias is only enabled afterwards, holding that read permission.
+unsafe impl<L: RawRwLockDowngrade, P: Policy> RawRwLockDowngrade for Bravo<L, P> {
+    unsafe fn downgrade(&self, guard: Self::ExclusiveGuard) -> Self::SharedGuard {
+        // SAFETY: the caller's write acquisition of `L`.
+        let g = unsafe { self.inner.downgrade(guard) };
+        self.after_slow_read();
+        BravoSharedGuard {
+            repr: Repr::Slow(g),
+        }
+    }
+}
+
+// SAFETY: timed acquisitions are `L`'s; a timed write revokes like
+// `lock_exclusive` once `L` is held.
+unsafe impl<L: RawRwLockTimed, P: Policy> RawRwLockTimed for Bravo<L, P> {
+    type Duration = L::Duration;
+    type Instant = L::Instant;
+
+    fn try_lock_shared_for(&self, timeout: Self::Duration) -> Option<Self::SharedGuard> {
+        if let Some(slot) = self.try_lock_fast() {
+            return Some(BravoSharedGuard {
+                repr: Repr::Fast(slot),
+            });
+        }
+        let g = self.inner.try_lock_shared_for(timeout)?;
+        self.after_slow_read();
+        Some(BravoSharedGuard {
+            repr: Repr::Slow(g),
+        })
+    }
+
+    fn try_lock_shared_until(&self, timeout: Self::Instant) -> Option<Self::SharedGuard> {
+        if let Some(slot) = self.try_lock_fast() {
+            return Some(BravoSharedGuard {
+                repr: Repr::Fast(slot),
+            });
+        }
+        let g = self.inner.try_lock_shared_until(timeout)?;
+        self.after_slow_read();
+        Some(BravoSharedGuard {
+            repr: Repr::Slow(g),
+        })
+    }
+
+    /// The timeout bounds the wait for `L`; fast-path readers already
+    /// inside are then waited for as `lock_exclusive` does (their critical
+    /// sections bound it).
+    fn try_lock_exclusive_for(&self, timeout: Self::Duration) -> Option<Self::ExclusiveGuard> {
+        let g = self.inner.try_lock_exclusive_for(timeout)?;
+        self.revoke_held();
+        Some(g)
+    }
+
+    /// As [`try_lock_exclusive_for`](Self::try_lock_exclusive_for).
+    fn try_lock_exclusive_until(&self, timeout: Self::Instant) -> Option<Self::ExclusiveGuard> {
+        let g = self.inner.try_lock_exclusive_until(timeout)?;
+        self.revoke_held();
+        Some(g)
+    }
+}
+
+// SAFETY: upgradable reads are `L`'s (they exclude writers and other
+// upgradable readers, not fast readers); an upgrade revokes the bias like
+// a write acquisition before returning exclusive access.
+unsafe impl<L: RawRwLockUpgrade, P: Policy> RawRwLockUpgrade for Bravo<L, P> {
+    type UpgradableGuard = L::UpgradableGuard;
+
+    fn lock_upgradable(&self) -> Self::UpgradableGuard {
+        self.inner.lock_upgradable()
+    }
+
+    fn try_lock_upgradable(&self) -> Option<Self::UpgradableGuard> {
+        self.inner.try_lock_upgradable()
+    }
+
+    unsafe fn unlock_upgradable(&self, guard: Self::UpgradableGuard) {
+        // SAFETY: the caller's upgradable acquisition of `L`.
+        unsafe { self.inner.unlock_upgradable(guard) }
+    }
+
+    unsafe fn upgrade(&self, guard: Self::UpgradableGuard) -> Self::ExclusiveGuard {
+        self.revoke_early();
+        // SAFETY: the caller's upgradable acquisition of `L`.
+        let g = unsafe { self.inner.upgrade(guard) };
+        self.revoke_held();
+        g
+    }
+
+    /// Fails only if `L`'s `try_upgrade` fails; on success, fast-path
+    /// readers already inside are waited for (their critical sections
+    /// bound the wait), since exclusive access cannot be handed back as an
+    /// upgradable read in general.
+    unsafe fn try_upgrade(
+        &self,
+        guard: Self::UpgradableGuard,
+    ) -> Result<Self::ExclusiveGuard, Self::UpgradableGuard> {
+        // SAFETY: the caller's upgradable acquisition of `L`.
+        let g = unsafe { self.inner.try_upgrade(guard) }?;
+        self.revoke_held();
+        Ok(g)
+    }
+}
+
+// SAFETY: forwarded to `L`; fast readers hold no upgradable state.
+unsafe impl<L: RawRwLockUpgradeFair, P: Policy> RawRwLockUpgradeFair for Bravo<L, P> {
+    unsafe fn unlock_upgradable_fair(&self, guard: Self::UpgradableGuard) {
+        // SAFETY: the caller's upgradable acquisition of `L`.
+        unsafe { self.inner.unlock_upgradable_fair(guard) }
+    }
+}
+
+// SAFETY: forwarded to `L`; the shared result is a slow-path read.
+unsafe impl<L: RawRwLockUpgradeDowngrade, P: Policy> RawRwLockUpgradeDowngrade for Bravo<L, P> {
+    unsafe fn downgrade_upgradable(&self, guard: Self::UpgradableGuard) -> Self::SharedGuard {
+        // SAFETY: the caller's upgradable acquisition of `L`.
+        let g = unsafe { self.inner.downgrade_upgradable(guard) };
+        self.after_slow_read();
+        BravoSharedGuard {
+            repr: Repr::Slow(g),
+        }
+    }
+
+    unsafe fn downgrade_to_upgradable(&self, guard: Self::ExclusiveGuard) -> Self::UpgradableGuard {
+        // SAFETY: the caller's write acquisition of `L`.
+        unsafe { self.inner.downgrade_to_upgradable(guard) }
+    }
+}
+
+// SAFETY: as `RawRwLockUpgrade` and `RawRwLockTimed`.
+unsafe impl<L: RawRwLockUpgradeTimed, P: Policy> RawRwLockUpgradeTimed for Bravo<L, P> {
+    fn try_lock_upgradable_for(&self, timeout: Self::Duration) -> Option<Self::UpgradableGuard> {
+        self.inner.try_lock_upgradable_for(timeout)
+    }
+
+    fn try_lock_upgradable_until(&self, timeout: Self::Instant) -> Option<Self::UpgradableGuard> {
+        self.inner.try_lock_upgradable_until(timeout)
+    }
+
+    /// As [`try_upgrade`](RawRwLockUpgrade::try_upgrade): the timeout
+    /// bounds the wait for `L`.
+    unsafe fn try_upgrade_for(
+        &self,
+        guard: Self::UpgradableGuard,
+        timeout: Self::Duration,
+    ) -> Result<Self::ExclusiveGuard, Self::UpgradableGuard> {
+        // SAFETY: the caller's upgradable acquisition of `L`.
+        let g = unsafe { self.inner.try_upgrade_for(guard, timeout) }?;
+        self.revoke_held();
+        Ok(g)
+    }
+
+    /// As [`try_upgrade_for`](Self::try_upgrade_for).
+    unsafe fn try_upgrade_until(
+        &self,
+        guard: Self::UpgradableGuard,
+        timeout: Self::Instant,
+    ) -> Result<Self::ExclusiveGuard, Self::UpgradableGuard> {
+        // SAFETY: the caller's upgradable acquisition of `L`.
+        let g = unsafe { self.inner.try_upgrade_until(guard, timeout) }?;
+        self.revoke_held();
+        Ok(g)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::mem::size_of;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering as O};
+    use std::time::Duration;
+
+    use rwlock_core::testing;
+    use rwlock_core::{BrLock, PfQueue, PfTicket, PthreadRwLock};
+
+    use super::*;
+    use crate::policy;
+
+    type Pl = Bravo<parking_lot::RawRwLock>;
+
+    /// Tests share the process's table; those asserting which path a read
+    /// took must not see another test's reader in their slot, so the tests
+    /// of this module run one at a time.
+    fn serial() -> std::sync::MutexGuard<'static, ()> {
+        static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Biases `lock` through slow reads, once the inhibit window of the
+    /// last revocation (N × a few µs) has passed.
+    fn biased<L: RawRwLock, P: Policy>(lock: &Bravo<L, P>) {
+        for _ in 0..1000 {
+            let g = lock.lock_shared();
+            // SAFETY: our read.
+            unsafe { lock.unlock_shared(g) };
+            if lock.is_biased() {
+                return;
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        panic!("slow reads never enabled the bias");
+    }
+
+    #[test]
+    fn footprint_is_inner_plus_one_word() {
+        let _serial = serial();
+        fn check<L: RawRwLock>() {
+            let (b, l) = (size_of::<Bravo<L>>(), size_of::<L>());
+            assert!(
+                b <= l + 16,
+                "Bravo<{}>: {b} > {l} + 16",
+                core::any::type_name::<L>()
+            );
+        }
+        check::<parking_lot::RawRwLock>();
+        check::<PfQueue>();
+        check::<PfTicket>();
+        check::<BrLock>();
+        check::<PthreadRwLock>();
+        assert_eq!(size_of::<Pl>(), 16);
+        assert_eq!(word_is_8_bytes(), 8);
+    }
+
+    fn word_is_8_bytes() -> usize {
+        size_of::<AtomicU64>()
+    }
+
+    #[test]
+    fn const_init_and_static() {
+        let _serial = serial();
+        static S: crate::RwLock<u32> = crate::RwLock::new(3);
+        *S.write() += 1;
+        assert_eq!(*S.read(), 4);
+        let _ = <Pl as RawRwLock>::INIT;
+    }
+
+    #[test]
+    fn first_slow_read_biases_then_reads_are_fast() {
+        let _serial = serial();
+        let lock = Pl::new();
+        assert!(!lock.is_biased());
+        let g = lock.lock_shared();
+        assert!(!g.is_fast(), "an unbiased lock reads through L");
+        // SAFETY: our read.
+        unsafe { lock.unlock_shared(g) };
+        assert!(lock.is_biased());
+        let g = lock.lock_shared();
+        assert!(g.is_fast());
+        assert!(lock.is_locked(), "a fast reader counts as a holder");
+        assert!(!lock.inner().is_locked(), "the fast path does not touch L");
+        assert!(!lock.is_locked_exclusive());
+        assert!(lock.is_biased(), "is_locked does not revoke");
+        // SAFETY: our read.
+        unsafe { lock.unlock_shared(g) };
+        assert!(!lock.is_locked());
+        // A write revokes; the next read is slow, and (N × a short
+        // revocation later) re-enables the bias.
+        let w = lock.lock_exclusive();
+        assert!(!lock.is_biased());
+        // SAFETY: our write.
+        unsafe { lock.unlock_exclusive(w) };
+    }
+
+    #[test]
+    fn try_write_beside_fast_reader_fails_and_keeps_bias() {
+        let _serial = serial();
+        let lock = Pl::new();
+        biased(&lock);
+        let r = lock.lock_shared();
+        assert!(r.is_fast());
+        assert!(
+            lock.try_lock_exclusive().is_none(),
+            "writer admitted beside a fast reader"
+        );
+        assert!(lock.is_biased(), "a failed try-write restores the bias");
+        assert!(!lock.inner().is_locked(), "a failed try-write releases L");
+        // SAFETY: our read.
+        unsafe { lock.unlock_shared(r) };
+        let w = lock.try_lock_exclusive().expect("free lock");
+        assert!(!lock.is_biased());
+        // SAFETY: our write.
+        unsafe { lock.unlock_exclusive(w) };
+    }
+
+    #[test]
+    fn recursive_read_fast_then_slow_releases_in_either_order() {
+        let _serial = serial();
+        recursive::<policy::Listing1>(false);
+        // With a second probe the inner read takes the thread's other slot.
+        recursive::<policy::SecondProbe>(true);
+    }
+
+    fn recursive<P: Policy>(second_fast: bool) {
+        let lock = Bravo::<parking_lot::RawRwLock, P>::new();
+        for first_outer in [true, false] {
+            biased(&lock);
+            let a = lock.lock_shared();
+            let b = lock.lock_shared();
+            assert!(a.is_fast(), "first read of a biased lock is fast");
+            assert_eq!(b.is_fast(), second_fast, "second read finds its slot taken");
+            // SAFETY: our reads.
+            unsafe {
+                if first_outer {
+                    lock.unlock_shared(a);
+                    lock.unlock_shared(b);
+                } else {
+                    lock.unlock_shared(b);
+                    lock.unlock_shared(a);
+                }
+            }
+            assert!(!lock.is_locked());
+            let w = lock.try_lock_exclusive().expect("both reads released");
+            // SAFETY: our write.
+            unsafe { lock.unlock_exclusive(w) };
+        }
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "read guard of another lock")]
+    fn unlock_with_another_locks_guard_panics() {
+        let _serial = serial();
+        let (a, b) = (Pl::new(), Pl::new());
+        biased(&a);
+        let g = a.lock_shared();
+        assert!(g.is_fast());
+        // SAFETY: deliberately wrong (the panic is the documented outcome).
+        unsafe { b.unlock_shared(g) };
+    }
+
+    #[test]
+    fn dropping_a_biased_lock_clears_forgotten_slots() {
+        let _serial = serial();
+        let lock = Box::new(Pl::new());
+        biased(&lock);
+        let g = lock.lock_shared();
+        assert!(g.is_fast());
+        let addr = &*lock as *const Pl as usize;
+        // What `mem::forget` of a lock_api read guard leaves behind.
+        #[allow(
+            clippy::forget_non_drop,
+            reason = "the raw state is what a guard forgets"
+        )]
+        core::mem::forget(g);
+        assert!(table::table().contains(addr));
+        drop(lock);
+        assert!(
+            !table::table().contains(addr),
+            "drop left a forgotten slot behind"
+        );
+    }
+
+    #[test]
+    fn guard_of_fast_reader_released_from_another_thread() {
+        let _serial = serial();
+        let lock = Arc::new(Bravo::<PfQueue>::new());
+        biased(&*lock);
+        let g = lock.lock_shared();
+        assert!(g.is_fast());
+        let l2 = lock.clone();
+        // PF-Q read guards are Send, so the Bravo guard is too.
+        std::thread::spawn(move || {
+            // SAFETY: the read acquired above, moved here.
+            unsafe { l2.unlock_shared(g) }
+        })
+        .join()
+        .unwrap();
+        assert!(!lock.is_locked());
+    }
+
+    #[test]
+    fn writer_waits_for_fast_reader() {
+        let _serial = serial();
+        let lock = Arc::new(Pl::new());
+        biased(&*lock);
+        let r = lock.lock_shared();
+        assert!(r.is_fast());
+        let left = Arc::new(AtomicBool::new(false));
+        let (l2, left2) = (lock.clone(), left.clone());
+        let w = std::thread::spawn(move || {
+            let g = l2.lock_exclusive();
+            let ok = left2.load(O::SeqCst);
+            // SAFETY: our write.
+            unsafe { l2.unlock_exclusive(g) };
+            ok
+        });
+        std::thread::sleep(Duration::from_millis(30));
+        left.store(true, O::SeqCst);
+        // SAFETY: our read.
+        unsafe { lock.unlock_shared(r) };
+        assert!(
+            w.join().unwrap(),
+            "writer entered while a fast reader was inside"
+        );
+    }
+
+    #[test]
+    fn upgrade_revokes() {
+        let _serial = serial();
+        use lock_api::RawRwLockUpgrade;
+        let lock = Arc::new(Pl::new());
+        biased(&*lock);
+        let (inside, left) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let (l2, inside2, left2) = (lock.clone(), inside.clone(), left.clone());
+        let t = std::thread::spawn(move || {
+            let r = l2.lock_shared();
+            assert!(r.is_fast());
+            inside2.store(true, O::SeqCst);
+            std::thread::sleep(Duration::from_millis(20));
+            left2.store(true, O::SeqCst);
+            // SAFETY: our read.
+            unsafe { l2.unlock_shared(r) };
+        });
+        while !inside.load(O::SeqCst) {
+            std::thread::yield_now();
+        }
+        let u = lock.lock_upgradable();
+        // SAFETY: our upgradable read.
+        let w = unsafe { lock.upgrade(u) };
+        assert!(
+            left.load(O::SeqCst),
+            "upgrade completed beside a fast reader"
+        );
+        // SAFETY: our write.
+        unsafe { lock.unlock_exclusive(w) };
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn try_lock_semantics() {
+        let _serial = serial();
+        let lock = Pl::new();
+        testing::check_try_lock(&lock);
+        biased(&lock);
+        testing::check_try_lock(&lock);
+        let lock = Bravo::<PfQueue>::new();
+        testing::check_try_lock(&lock);
+        testing::check_downgrade(&lock);
+        testing::check_downgrade(&Pl::new());
+    }
+
+    #[test]
+    fn panics_release() {
+        let _serial = serial();
+        testing::check_panic_releases(&lock_api::RwLock::<Pl, u64>::new(0));
+        testing::check_panic_releases(&lock_api::RwLock::<Bravo<PfTicket>, u64>::new(0));
+    }
+
+    #[test]
+    fn stress_over_every_alias() {
+        let _serial = serial();
+        testing::stress_1_2_8(&Pl::new());
+        testing::stress_1_2_8(&Bravo::<PfQueue>::new());
+        testing::stress_1_2_8(&Bravo::<PfTicket>::new());
+        testing::stress_1_2_8(&Bravo::<PthreadRwLock>::new());
+        testing::stress_1_2_8(&Bravo::<BrLock>::new());
+        testing::stress_downgrade(&Bravo::<PfQueue>::new(), &testing::StressConfig::new(8));
+    }
+
+    #[test]
+    fn stress_every_policy_read_mostly() {
+        let _serial = serial();
+        fn run<P: Policy>() {
+            for writes in [2, 50] {
+                let mut cfg = testing::StressConfig::new(8);
+                cfg.write_percent = writes;
+                testing::stress(&Bravo::<parking_lot::RawRwLock, P>::new(), &cfg);
+            }
+        }
+        run::<policy::Listing1>();
+        run::<policy::RevokeBeforeLock>();
+        run::<policy::SecondProbe>();
+        run::<policy::BlockScan>();
+        run::<policy::Adaptive>();
+        run::<DefaultPolicy>();
+    }
+
+    #[test]
+    fn oversubscribed_32_threads() {
+        let _serial = serial();
+        let mut cfg = testing::StressConfig::new(32);
+        cfg.ops_per_thread = 5_000;
+        testing::stress(&Pl::new(), &cfg);
+        testing::stress(&Bravo::<PfQueue>::new(), &cfg);
+    }
+
+    #[test]
+    fn packing_roundtrips() {
+        let _serial = serial();
+        assert_eq!(exp_of(0), 0, "a fresh word has exponent 0");
+        for exp in EXP_MIN..=EXP_MAX {
+            for t in [0u64, 1, 12345, TIME_MASK] {
+                let w = pack(RBIAS, exp, t);
+                assert_eq!((exp_of(w), time_of(w), w & RBIAS), (exp, t, RBIAS));
+            }
+        }
+        assert_eq!(window::<policy::Listing1>(10, 0), 90);
+        assert_eq!(window::<policy::Listing1>(10, 2), 360);
+        assert_eq!(window::<policy::Listing1>(10, -1), 45);
+        assert_eq!(window::<policy::Listing1>(u64::MAX, 6), u64::MAX);
+    }
+}

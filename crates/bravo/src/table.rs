@@ -1,0 +1,320 @@
+//! The global visible-readers table (BRAVO Listing 1, line 7).
+//!
+//! One table per process, shared by every [`Bravo`](crate::Bravo) lock and
+//! every thread. A slot is either 0 (free) or the address of a lock one
+//! fast-path reader holds. A reader's slot is a hash of (lock address,
+//! thread identity) ([`rwlock_core::thread_id::mix`], Murmur3's finaliser,
+//! in the spirit of the paper's Mix32), so concurrent readers of one lock
+//! write to different cache lines and a reader that re-reads the same lock
+//! finds its slot warm in its own cache.
+//!
+//! The slots are packed, 8 bytes each, in 128-byte aligned blocks of 16
+//! (the adjacent-line prefetcher's pair): false sharing between two readers
+//! is as unlikely as two hashes landing in the same block, and a revoking
+//! writer scans contiguous memory the prefetchers stream.
+//!
+//! # Size
+//!
+//! [`DEFAULT_SLOTS`] (4096, the paper's size) unless the machine has more
+//! than 64 CPUs, then 64 slots per CPU rounded up to a power of two (the
+//! paper's suggestion to size from the CPU count): collisions between `T`
+//! concurrent readers of one lock follow the birthday bound `T²/2S`, and
+//! the revocation scan costs about 0.3 ns per slot here (see
+//! `docs/results.md`: `cargo bench --bench latency -- bravo_revocation`).
+//!
+//! The size is fixed at first use. Before that, [`configure`] or the
+//! environment variable `BRAVO_TABLE_SLOTS` may choose another power of two
+//! between 1 and [`MAX_SLOTS`]; a call after first use, or an invalid size,
+//! is a [`TableError`]. A malformed environment value is reported on stderr
+//! once, naming the variable, and the default is used.
+
+use core::fmt;
+
+use crossbeam_utils::CachePadded;
+
+use crate::sync::{AtomicUsize, Ordering};
+
+/// The paper's table size, used on machines with up to 64 CPUs.
+pub const DEFAULT_SLOTS: usize = 4096;
+
+/// The largest table [`configure`] accepts (2^24 slots, 128 MiB).
+pub const MAX_SLOTS: usize = 1 << 24;
+
+/// The environment variable read at first use when [`configure`] was not called.
+pub const ENV_VAR: &str = "BRAVO_TABLE_SLOTS";
+
+const BLOCK: usize = 16;
+
+/// Why a table size was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TableError {
+    /// A table needs at least one slot.
+    Zero,
+    /// Slots are indexed by masking a hash: the size must be a power of two.
+    NotPowerOfTwo(usize),
+    /// Larger than [`MAX_SLOTS`].
+    TooLarge(usize),
+    /// The table was already in use (or configured) with this many slots.
+    AlreadyInitialized {
+        /// The size in force.
+        slots: usize,
+    },
+}
+
+impl fmt::Display for TableError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TableError::Zero => write!(f, "the visible-readers table needs at least one slot"),
+            TableError::NotPowerOfTwo(n) => {
+                write!(f, "visible-readers table size {n} is not a power of two")
+            }
+            TableError::TooLarge(n) => write!(
+                f,
+                "visible-readers table size {n} exceeds the maximum of {MAX_SLOTS} slots"
+            ),
+            TableError::AlreadyInitialized { slots } => write!(
+                f,
+                "the visible-readers table is already in use with {slots} slots; \
+                 configure it before the first Bravo lock is used"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for TableError {}
+
+/// Checks a requested size.
+pub fn validate(slots: usize) -> Result<usize, TableError> {
+    if slots == 0 {
+        Err(TableError::Zero)
+    } else if slots > MAX_SLOTS {
+        Err(TableError::TooLarge(slots))
+    } else if !slots.is_power_of_two() {
+        Err(TableError::NotPowerOfTwo(slots))
+    } else {
+        Ok(slots)
+    }
+}
+
+/// The default size for a machine with `cpus` CPUs.
+pub fn default_slots(cpus: usize) -> usize {
+    DEFAULT_SLOTS.max(cpus.saturating_mul(64).next_power_of_two())
+}
+
+/// The visible-readers table.
+pub(crate) struct Table {
+    blocks: Box<[CachePadded<[AtomicUsize; BLOCK]>]>,
+    mask: usize,
+}
+
+impl Table {
+    fn new(slots: usize) -> Table {
+        let blocks = slots.div_ceil(BLOCK);
+        Table {
+            blocks: (0..blocks)
+                .map(|_| CachePadded::new(core::array::from_fn(|_| AtomicUsize::new(0))))
+                .collect(),
+            mask: slots - 1,
+        }
+    }
+
+    /// Number of slots.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.mask + 1
+    }
+
+    /// The slot a hash selects.
+    #[inline]
+    pub(crate) fn slot(&self, hash: u64) -> &AtomicUsize {
+        let i = hash as usize & self.mask;
+        &self.blocks[i / BLOCK][i % BLOCK]
+    }
+
+    /// The slots in 128-byte blocks of 16, in address order (one shorter
+    /// block for tables of fewer than 16 slots).
+    #[inline]
+    pub(crate) fn blocks(&self) -> impl Iterator<Item = &[AtomicUsize]> + '_ {
+        let n = self.len().min(BLOCK);
+        self.blocks.iter().map(move |b| &b[..n])
+    }
+
+    /// Every slot, in address order.
+    #[inline]
+    pub(crate) fn slots(&self) -> impl Iterator<Item = &AtomicUsize> + '_ {
+        self.blocks().flatten()
+    }
+
+    /// Whether some slot holds `lock`, scanning 16-slot blocks at a time.
+    ///
+    /// Acquire: pairs with a fast-path reader's CAS publishing its slot, so
+    /// that seeing it is seeing a reader (used only by `is_locked`, a
+    /// snapshot).
+    pub(crate) fn contains(&self, lock: usize) -> bool {
+        self.slots().any(|s| s.load(Ordering::Acquire) == lock)
+    }
+}
+
+#[cfg(not(loom))]
+mod global {
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+
+    static TABLE: OnceLock<Table> = OnceLock::new();
+
+    /// The process's table, created at first use.
+    #[inline]
+    pub(crate) fn table() -> &'static Table {
+        match TABLE.get() {
+            Some(t) => t,
+            None => init(),
+        }
+    }
+
+    #[cold]
+    fn init() -> &'static Table {
+        TABLE.get_or_init(|| Table::new(from_env().unwrap_or_else(detected_default)))
+    }
+
+    fn detected_default() -> usize {
+        default_slots(std::thread::available_parallelism().map_or(1, |n| n.get()))
+    }
+
+    fn from_env() -> Option<usize> {
+        static WARNED: AtomicBool = AtomicBool::new(false);
+        let raw = std::env::var(ENV_VAR).ok()?;
+        let parsed = raw
+            .trim()
+            .parse::<usize>()
+            .map_err(|e| e.to_string())
+            .and_then(|n| validate(n).map_err(|e| e.to_string()));
+        match parsed {
+            Ok(n) => Some(n),
+            Err(why) => {
+                // Relaxed: only de-duplicates one diagnostic line.
+                if !WARNED.swap(true, Ordering::Relaxed) {
+                    eprintln!("bravo: ignoring {ENV_VAR}={raw:?}: {why}; using the default size");
+                }
+                None
+            }
+        }
+    }
+
+    /// Sets the table size before first use (see the module docs).
+    pub fn configure(slots: usize) -> Result<(), TableError> {
+        let slots = validate(slots)?;
+        let mut created = false;
+        let t = TABLE.get_or_init(|| {
+            created = true;
+            Table::new(slots)
+        });
+        if created || t.len() == slots {
+            Ok(())
+        } else {
+            Err(TableError::AlreadyInitialized { slots: t.len() })
+        }
+    }
+
+    /// The table's size (creating it if it is not yet in use).
+    pub fn slots() -> usize {
+        table().len()
+    }
+}
+
+#[cfg(loom)]
+mod global {
+    use super::*;
+
+    std::thread_local! {
+        /// The size this test thread's models run with (set before
+        /// `loom::model`, which runs the model's threads on this thread).
+        static MODEL_SLOTS: core::cell::Cell<usize> = const { core::cell::Cell::new(2) };
+    }
+
+    loom::lazy_static! {
+        // A fresh table for each execution of a model.
+        static ref TABLE: Table = Table::new(MODEL_SLOTS.with(|s| s.get()));
+    }
+
+    /// The model's table.
+    pub(crate) fn table() -> &'static Table {
+        &TABLE
+    }
+
+    /// Sets the size of the tables of the models that follow.
+    pub fn configure(slots: usize) -> Result<(), TableError> {
+        let slots = validate(slots)?;
+        MODEL_SLOTS.with(|s| s.set(slots));
+        Ok(())
+    }
+
+    /// The table's size.
+    pub fn slots() -> usize {
+        table().len()
+    }
+}
+
+pub(crate) use global::table;
+pub use global::{configure, slots};
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_validated() {
+        assert_eq!(validate(0), Err(TableError::Zero));
+        assert_eq!(validate(3), Err(TableError::NotPowerOfTwo(3)));
+        assert_eq!(
+            validate(MAX_SLOTS * 2),
+            Err(TableError::TooLarge(MAX_SLOTS * 2))
+        );
+        assert_eq!(validate(1), Ok(1));
+        assert_eq!(validate(4096), Ok(4096));
+        assert!(
+            TableError::NotPowerOfTwo(3)
+                .to_string()
+                .contains("power of two")
+        );
+        assert_eq!(configure(0), Err(TableError::Zero));
+    }
+
+    #[test]
+    fn default_grows_with_cpus() {
+        assert_eq!(default_slots(1), 4096);
+        assert_eq!(default_slots(64), 4096);
+        assert_eq!(default_slots(65), 8192);
+        assert_eq!(default_slots(256), 16384);
+    }
+
+    #[test]
+    fn tiny_tables_index_inside() {
+        for n in [1usize, 2, 4, 16, 32] {
+            let t = Table::new(n);
+            assert_eq!(t.len(), n);
+            assert_eq!(t.slots().count(), n);
+            for h in 0..100u64 {
+                let s = t.slot(h.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+                assert!(t.slots().any(|x| core::ptr::eq(x, s)));
+            }
+        }
+    }
+
+    #[test]
+    fn blocks_are_cache_aligned() {
+        let t = Table::new(64);
+        for b in t.blocks.iter() {
+            assert_eq!(b.as_ptr() as usize % 128, 0);
+        }
+        // After first use a different size is refused with the size in force.
+        let n = slots();
+        let other = if n == 8 { 16 } else { 8 };
+        assert_eq!(
+            configure(other),
+            Err(TableError::AlreadyInitialized { slots: n })
+        );
+        assert_eq!(configure(n), Ok(()));
+    }
+}

@@ -1,0 +1,48 @@
+//! How a revoking writer waits for a fast-path reader to leave.
+//!
+//! A fast reader's unlock is one store into its slot: it has no way to wake
+//! anybody (waking would cost every reader a check of a shared word, the
+//! traffic BRAVO exists to remove). The writer therefore polls, and polls
+//! politely, since the reader may be descheduled or blocked inside its
+//! critical section: about 127 spin hints, then 8 yields, then sleeps of
+//! 1 µs doubling to 1 ms. A reader that stays inside for seconds costs the
+//! writer about a thousand wake-ups per second, never a busy core.
+//! Inside a loom model every round is one yield to the model.
+
+use std::time::Duration;
+
+use rwlock_core::wait::{Backoff, SpinYieldPark};
+
+const MIN_SLEEP: Duration = Duration::from_micros(1);
+const MAX_SLEEP: Duration = Duration::from_millis(1);
+
+/// Progressive waiting that ends in bounded sleeps.
+#[derive(Debug)]
+pub(crate) struct Sleeper {
+    backoff: Backoff<SpinYieldPark>,
+    sleep: Duration,
+}
+
+impl Sleeper {
+    pub(crate) fn new() -> Self {
+        Sleeper {
+            backoff: Backoff::new(),
+            sleep: MIN_SLEEP,
+        }
+    }
+
+    /// Waits a little longer than last time.
+    #[inline]
+    pub(crate) fn snooze(&mut self) {
+        if cfg!(loom) {
+            crate::sync::yield_now();
+            return;
+        }
+        if !self.backoff.should_park() {
+            self.backoff.snooze();
+            return;
+        }
+        std::thread::sleep(self.sleep);
+        self.sleep = (self.sleep * 2).min(MAX_SLEEP);
+    }
+}
