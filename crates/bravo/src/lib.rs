@@ -99,6 +99,10 @@ mod wait;
 
 #[cfg(all(test, loom))]
 mod loom_tests;
+/// Shared with the integration tests.
+#[cfg(all(test, not(loom)))]
+#[path = "../tests/support/mod.rs"]
+mod test_support;
 
 pub(crate) use rwlock_core::sync;
 

@@ -50,6 +50,17 @@ impl<L: RawRwLock, P: Policy> Shared<L, P> {
     }
 }
 
+/// Runs `f` on `s` in a new model thread.
+fn spawn<L, P, R>(s: &Arc<Shared<L, P>>, f: fn(&Shared<L, P>) -> R) -> thread::JoinHandle<R>
+where
+    L: RawRwLock + Send + Sync + 'static,
+    P: Policy,
+    R: Send + 'static,
+{
+    let s = s.clone();
+    thread::spawn(move || f(&s))
+}
+
 fn slots(n: usize) {
     table::configure(n).unwrap();
 }
@@ -65,10 +76,7 @@ where
         let s = Shared::<L, P>::new(make);
         s.read(); // slow; enables the bias
         assert!(s.lock.is_biased());
-        let r = {
-            let s = s.clone();
-            thread::spawn(move || s.read())
-        };
+        let r = spawn(&s, Shared::read);
         s.write();
         let seen = r.join().unwrap();
         assert!(seen <= 1);
@@ -104,12 +112,7 @@ fn loom_tests_colliding_readers_vs_writer() {
             rwlock_core::PfTicket::<rwlock_core::wait::DefaultWait>::new,
         );
         s.read();
-        let readers: Vec<_> = (0..2)
-            .map(|_| {
-                let s = s.clone();
-                thread::spawn(move || s.read())
-            })
-            .collect();
+        let readers = [spawn(&s, Shared::read), spawn(&s, Shared::read)];
         s.write();
         for r in readers {
             assert!(r.join().unwrap() <= 1);
@@ -128,14 +131,8 @@ fn loom_tests_revoke_before_lock_two_writers() {
             rwlock_core::PfTicket::<rwlock_core::wait::DefaultWait>::new,
         );
         s.read();
-        let w = {
-            let s = s.clone();
-            thread::spawn(move || s.write())
-        };
-        let r = {
-            let s = s.clone();
-            thread::spawn(move || s.read())
-        };
+        let w = spawn(&s, Shared::write);
+        let r = spawn(&s, Shared::read);
         s.write();
         w.join().unwrap();
         assert!(r.join().unwrap() <= 2);
@@ -153,10 +150,7 @@ fn loom_tests_try_write_vs_fast_reader() {
             rwlock_core::PfTicket::<rwlock_core::wait::DefaultWait>::new,
         );
         s.read();
-        let r = {
-            let s = s.clone();
-            thread::spawn(move || s.read())
-        };
+        let r = spawn(&s, Shared::read);
         if let Some(g) = s.lock.try_lock_exclusive() {
             // SAFETY: exclusive access under the lock.
             s.data.with_mut(|p| unsafe { *p += 1 });

@@ -270,6 +270,30 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
         None
     }
 
+    /// A read through the fast path, or else through `slow` on `L`.
+    #[inline]
+    fn read_via(
+        &self,
+        slow: impl FnOnce(&L) -> Option<L::SharedGuard>,
+    ) -> Option<BravoSharedGuard<L::SharedGuard>> {
+        if let Some(slot) = self.try_lock_fast() {
+            return Some(BravoSharedGuard {
+                repr: Repr::Fast(slot),
+            });
+        }
+        let g = slow(&self.inner)?;
+        Some(self.slow_read(g))
+    }
+
+    /// Wraps a read acquisition of `L` (after maybe enabling bias).
+    #[inline]
+    fn slow_read(&self, g: L::SharedGuard) -> BravoSharedGuard<L::SharedGuard> {
+        self.after_slow_read();
+        BravoSharedGuard {
+            repr: Repr::Slow(g),
+        }
+    }
+
     /// After a slow-path read acquisition: maybe enable bias (l. 25-26).
     ///
     /// Reading the clock costs about as much as a whole uncontended lock
@@ -605,24 +629,12 @@ unsafe impl<L: RawRwLock, P: Policy> RawRwLock for Bravo<L, P> {
             };
         }
         let g = self.inner.lock_shared();
-        self.after_slow_read();
-        BravoSharedGuard {
-            repr: Repr::Slow(g),
-        }
+        self.slow_read(g)
     }
 
     #[inline]
     fn try_lock_shared(&self) -> Option<Self::SharedGuard> {
-        if let Some(slot) = self.try_lock_fast() {
-            return Some(BravoSharedGuard {
-                repr: Repr::Fast(slot),
-            });
-        }
-        let g = self.inner.try_lock_shared()?;
-        self.after_slow_read();
-        Some(BravoSharedGuard {
-            repr: Repr::Slow(g),
-        })
+        self.read_via(|l| l.try_lock_shared())
     }
 
     #[inline]
@@ -711,10 +723,7 @@ unsafe impl<L: RawRwLockDowngrade, P: Policy> RawRwLockDowngrade for Bravo<L, P>
     unsafe fn downgrade(&self, guard: Self::ExclusiveGuard) -> Self::SharedGuard {
         // SAFETY: the caller's write acquisition of `L`.
         let g = unsafe { self.inner.downgrade(guard) };
-        self.after_slow_read();
-        BravoSharedGuard {
-            repr: Repr::Slow(g),
-        }
+        self.slow_read(g)
     }
 }
 
@@ -725,29 +734,11 @@ unsafe impl<L: RawRwLockTimed, P: Policy> RawRwLockTimed for Bravo<L, P> {
     type Instant = L::Instant;
 
     fn try_lock_shared_for(&self, timeout: Self::Duration) -> Option<Self::SharedGuard> {
-        if let Some(slot) = self.try_lock_fast() {
-            return Some(BravoSharedGuard {
-                repr: Repr::Fast(slot),
-            });
-        }
-        let g = self.inner.try_lock_shared_for(timeout)?;
-        self.after_slow_read();
-        Some(BravoSharedGuard {
-            repr: Repr::Slow(g),
-        })
+        self.read_via(|l| l.try_lock_shared_for(timeout))
     }
 
     fn try_lock_shared_until(&self, timeout: Self::Instant) -> Option<Self::SharedGuard> {
-        if let Some(slot) = self.try_lock_fast() {
-            return Some(BravoSharedGuard {
-                repr: Repr::Fast(slot),
-            });
-        }
-        let g = self.inner.try_lock_shared_until(timeout)?;
-        self.after_slow_read();
-        Some(BravoSharedGuard {
-            repr: Repr::Slow(g),
-        })
+        self.read_via(|l| l.try_lock_shared_until(timeout))
     }
 
     /// The timeout bounds the wait for `L`; fast-path readers already
@@ -822,10 +813,7 @@ unsafe impl<L: RawRwLockUpgradeDowngrade, P: Policy> RawRwLockUpgradeDowngrade f
     unsafe fn downgrade_upgradable(&self, guard: Self::UpgradableGuard) -> Self::SharedGuard {
         // SAFETY: the caller's upgradable acquisition of `L`.
         let g = unsafe { self.inner.downgrade_upgradable(guard) };
-        self.after_slow_read();
-        BravoSharedGuard {
-            repr: Repr::Slow(g),
-        }
+        self.slow_read(g)
     }
 
     unsafe fn downgrade_to_upgradable(&self, guard: Self::ExclusiveGuard) -> Self::UpgradableGuard {
@@ -874,7 +862,6 @@ unsafe impl<L: RawRwLockUpgradeTimed, P: Policy> RawRwLockUpgradeTimed for Bravo
 mod tests {
     use std::mem::size_of;
     use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering as O};
     use std::time::Duration;
 
     use rwlock_core::testing;
@@ -893,20 +880,7 @@ mod tests {
         SERIAL.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Biases `lock` through slow reads, once the inhibit window of the
-    /// last revocation (N × a few µs) has passed.
-    fn biased<L: RawRwLock, P: Policy>(lock: &Bravo<L, P>) {
-        for _ in 0..1000 {
-            let g = lock.lock_shared();
-            // SAFETY: our read.
-            unsafe { lock.unlock_shared(g) };
-            if lock.is_biased() {
-                return;
-            }
-            std::thread::sleep(Duration::from_micros(100));
-        }
-        panic!("slow reads never enabled the bias");
-    }
+    use crate::test_support::{FastReader, bias as biased};
 
     #[test]
     fn footprint_is_inner_plus_one_word() {
@@ -1080,25 +1054,15 @@ mod tests {
         let _serial = serial();
         let lock = Arc::new(Pl::new());
         biased(&*lock);
-        let r = lock.lock_shared();
-        assert!(r.is_fast());
-        let left = Arc::new(AtomicBool::new(false));
-        let (l2, left2) = (lock.clone(), left.clone());
-        let w = std::thread::spawn(move || {
-            let g = l2.lock_exclusive();
-            let ok = left2.load(O::SeqCst);
-            // SAFETY: our write.
-            unsafe { l2.unlock_exclusive(g) };
-            ok
-        });
-        std::thread::sleep(Duration::from_millis(30));
-        left.store(true, O::SeqCst);
-        // SAFETY: our read.
-        unsafe { lock.unlock_shared(r) };
+        let reader = FastReader::spawn(lock.clone(), Duration::from_millis(30));
+        let g = lock.lock_exclusive();
         assert!(
-            w.join().unwrap(),
+            reader.has_left(),
             "writer entered while a fast reader was inside"
         );
+        // SAFETY: our write.
+        unsafe { lock.unlock_exclusive(g) };
+        reader.join();
     }
 
     #[test]
@@ -1107,33 +1071,14 @@ mod tests {
         use lock_api::RawRwLockUpgrade;
         let lock = Arc::new(Pl::new());
         biased(&*lock);
-        let (inside, left) = (
-            Arc::new(AtomicBool::new(false)),
-            Arc::new(AtomicBool::new(false)),
-        );
-        let (l2, inside2, left2) = (lock.clone(), inside.clone(), left.clone());
-        let t = std::thread::spawn(move || {
-            let r = l2.lock_shared();
-            assert!(r.is_fast());
-            inside2.store(true, O::SeqCst);
-            std::thread::sleep(Duration::from_millis(20));
-            left2.store(true, O::SeqCst);
-            // SAFETY: our read.
-            unsafe { l2.unlock_shared(r) };
-        });
-        while !inside.load(O::SeqCst) {
-            std::thread::yield_now();
-        }
+        let reader = FastReader::spawn(lock.clone(), Duration::from_millis(20));
         let u = lock.lock_upgradable();
         // SAFETY: our upgradable read.
         let w = unsafe { lock.upgrade(u) };
-        assert!(
-            left.load(O::SeqCst),
-            "upgrade completed beside a fast reader"
-        );
+        assert!(reader.has_left(), "upgrade completed beside a fast reader");
         // SAFETY: our write.
         unsafe { lock.unlock_exclusive(w) };
-        t.join().unwrap();
+        reader.join();
     }
 
     #[test]

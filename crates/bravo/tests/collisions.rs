@@ -14,7 +14,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use bravo::{Bravo, Listing1};
+mod support;
+use bravo::{Bravo, Listing1, Policy};
 use lock_api::RawRwLock;
 use rwlock_core::testing;
 
@@ -31,24 +32,11 @@ fn one_slot() -> std::sync::MutexGuard<'static, ()> {
     guard
 }
 
-fn bias<L: RawRwLock, P: bravo::Policy>(lock: &Bravo<L, P>) {
-    for _ in 0..1000 {
-        let g = lock.lock_shared();
-        // SAFETY: our read.
-        unsafe { lock.unlock_shared(g) };
-        if lock.is_biased() {
-            return;
-        }
-        std::thread::sleep(Duration::from_micros(100));
-    }
-    panic!("bias never enabled");
-}
-
 #[test]
 fn slow_unlock_leaves_colliding_fast_slot_alone() {
     let _serial = one_slot();
     let lock = Arc::new(Pl::new());
-    bias(&*lock);
+    support::bias(&*lock);
     let (held, release, done) = (
         Arc::new(Barrier::new(2)),
         Arc::new(Barrier::new(2)),
@@ -108,8 +96,8 @@ fn slow_unlock_leaves_colliding_fast_slot_alone() {
 fn two_locks_share_the_one_slot() {
     let _serial = one_slot();
     let (a, b) = (Pl::new(), Pl::new());
-    bias(&a);
-    bias(&b);
+    support::bias(&a);
+    support::bias(&b);
     let ga = a.lock_shared();
     let gb = b.lock_shared();
     assert!(ga.is_fast() && !gb.is_fast());

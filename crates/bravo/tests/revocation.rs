@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use bravo::Bravo;
+mod support;
+use bravo::{Bravo, Policy};
 use lock_api::RawRwLock;
 
 const WRITER: isize = isize::MIN / 2;
@@ -19,7 +20,7 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 /// Readers loop on the fast path while writers revoke, over and over; the
 /// occupancy word proves no writer is ever inside with anyone.
-fn streaming<L: RawRwLock + Send + Sync + 'static, P: bravo::Policy>() -> usize {
+fn streaming<L: RawRwLock + Send + Sync + 'static, P: Policy>() -> usize {
     let lock = Arc::new(Bravo::<L, P>::new());
     let inside = Arc::new(AtomicIsize::new(0));
     let stop = Arc::new(AtomicBool::new(false));
@@ -107,43 +108,16 @@ fn thread_cpu_time() -> Duration {
 fn writer_waits_for_a_blocked_reader_without_burning_a_core() {
     let _serial = serial();
     let lock = Arc::new(bravo::RawRwLock::new());
-    loop {
-        let g = lock.lock_shared();
-        // SAFETY: our read.
-        unsafe { lock.unlock_shared(g) };
-        if lock.is_biased() {
-            break;
-        }
-    }
-    let inside = Arc::new(AtomicBool::new(false));
-    let left = Arc::new(AtomicBool::new(false));
-    let reader = {
-        let (lock, inside, left) = (lock.clone(), inside.clone(), left.clone());
-        std::thread::spawn(move || {
-            let g = lock.lock_shared();
-            assert!(g.is_fast());
-            inside.store(true, Ordering::SeqCst);
-            std::thread::sleep(Duration::from_millis(300));
-            left.store(true, Ordering::SeqCst);
-            // SAFETY: our read.
-            unsafe { lock.unlock_shared(g) };
-            Instant::now()
-        })
-    };
-    while !inside.load(Ordering::SeqCst) {
-        std::thread::yield_now();
-    }
+    support::bias(&*lock);
+    let reader = support::FastReader::spawn(lock.clone(), Duration::from_millis(300));
     let cpu0 = thread_cpu_time();
     let g = lock.lock_exclusive();
     let entered = Instant::now();
     let cpu = thread_cpu_time() - cpu0;
-    assert!(
-        left.load(Ordering::SeqCst),
-        "writer entered beside the reader"
-    );
+    assert!(reader.has_left(), "writer entered beside the reader");
     // SAFETY: our write.
     unsafe { lock.unlock_exclusive(g) };
-    let released = reader.join().unwrap();
+    let released = reader.join();
     let late = entered.saturating_duration_since(released);
     // Liveness bounds, generous for a loaded CI machine: the poll interval
     // is capped at 1 ms, and ~300 ms of waiting must not be spent spinning.
