@@ -370,6 +370,11 @@ fn main() -> ExitCode {
         }
     }
     print!("{}", report::table(&rows));
+    #[cfg(feature = "bravo-stats")]
+    println!(
+        "bravo stats, all Bravo locks of this run: {}",
+        bravo::stats::snapshot()
+    );
     if let Err(e) = std::fs::create_dir_all(&args.out)
         .and_then(|()| std::fs::write(args.out.join("results.csv"), report::csv(&rows)))
     {

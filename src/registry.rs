@@ -81,6 +81,16 @@ pub const ABLATIONS: &[LockEntry] = &[
         "bravo-ablation",
         Raw<bravo::Bravo<parking_lot::RawRwLock, bravo::policy::Adaptive>>
     ),
+    lock!(
+        "bravo_pl_unbiased_hint",
+        "bravo-ablation",
+        Raw<bravo::Bravo<parking_lot::RawRwLock, bravo::policy::UnbiasedHint>>
+    ),
+    lock!(
+        "bravo_pfq_listing1",
+        "bravo-ablation",
+        Raw<bravo::Bravo<rwlock_core::PfQueue, bravo::Listing1>>
+    ),
 ];
 
 /// Whether the Concurrency Kit peers were built (libck-dev was found).

@@ -140,6 +140,25 @@ fn loom_tests_revoke_before_lock_two_writers() {
     });
 }
 
+/// The default policy (revocation before `L`, per-thread unbiased hint,
+/// block scan, adaptive window) with two writers and a reader.
+#[test]
+fn loom_tests_default_policy_two_writers() {
+    slots(2);
+    loom::model(move || {
+        let s = Shared::<_, crate::DefaultPolicy>::new(
+            rwlock_core::PfTicket::<rwlock_core::wait::DefaultWait>::new,
+        );
+        s.read();
+        let w = spawn(&s, Shared::write);
+        let r = spawn(&s, Shared::read);
+        s.write();
+        w.join().unwrap();
+        assert!(r.join().unwrap() <= 2);
+        assert_eq!(s.read(), 2);
+    });
+}
+
 /// A failed try-write restores the bias; readers on either path and a
 /// try-writer never overlap.
 #[test]

@@ -30,6 +30,15 @@ pub trait Policy: Send + Sync + 'static {
     /// with one branch), and waits slot by slot only in blocks that hold it.
     const BLOCK_SCAN: bool = false;
 
+    /// Not from the paper: each thread remembers the one lock it last saw
+    /// unbiased, and its next acquisition of that lock goes straight to `L`
+    /// without first loading the lock word (which shares `L`'s cache line:
+    /// loading it and then writing `L` costs two coherence transactions
+    /// where `L` alone costs one). The slow read re-loads the word after
+    /// acquiring `L` (the line is then local) and forgets the hint as soon
+    /// as bias is back. Never needed for correctness.
+    const UNBIASED_HINT: bool = false;
+
     /// Section 7, "adaptive bias policy": the inhibit window is `N × 2^e × t`,
     /// where `e` rises by one (up to +6) when the bias just revoked lived
     /// shorter than its own inhibit window (bias that pays less than it
@@ -58,6 +67,7 @@ impl Policy for Listing1 {}
 pub struct DefaultPolicy;
 
 impl Policy for DefaultPolicy {
+    const UNBIASED_HINT: bool = true;
     const REVOKE_BEFORE_LOCK: bool = true;
     const BLOCK_SCAN: bool = true;
     const ADAPTIVE: bool = true;
@@ -85,6 +95,14 @@ pub struct BlockScan;
 
 impl Policy for BlockScan {
     const BLOCK_SCAN: bool = true;
+}
+
+/// Listing 1 plus only [`Policy::UNBIASED_HINT`] (for measurement).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UnbiasedHint;
+
+impl Policy for UnbiasedHint {
+    const UNBIASED_HINT: bool = true;
 }
 
 /// Listing 1 plus only [`Policy::ADAPTIVE`] (for measurement).

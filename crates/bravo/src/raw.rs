@@ -217,6 +217,9 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
     /// The fast path (l. 12-21). `None`: take the slow path.
     #[inline]
     fn try_lock_fast(&self) -> Option<&'static AtomicUsize> {
+        if P::UNBIASED_HINT && hints::unbiased(self.addr()) {
+            return None;
+        }
         // Relaxed: only a hint whether to try; the re-load below decides.
         if self.state.load(Ordering::Relaxed) & RBIAS == 0 {
             return None;
@@ -308,15 +311,19 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
         stats::count(Event::SlowRead);
         // Relaxed: a hint; the CAS in `enable_bias` re-checks the word.
         let word = self.state.load(Ordering::Relaxed);
-        if word & (RBIAS | REVOKING) == 0 && clock_due() {
-            self.enable_bias(word);
+        if P::UNBIASED_HINT {
+            hints::set_unbiased(if word & RBIAS == 0 { self.addr() } else { 0 });
+        }
+        if word & (RBIAS | REVOKING) == 0 && hints::clock_due() && self.enable_bias(word) {
+            hints::set_unbiased(0);
         }
     }
 
-    fn enable_bias(&self, word: u64) {
+    /// Sets `RBIAS` if `InhibitUntil` has passed; whether it did.
+    fn enable_bias(&self, word: u64) -> bool {
         let now = clock::now();
         if now < time_of(word) {
-            return;
+            return false;
         }
         // Release: we hold read permission on `L`, acquired after the last
         // writer released it; fast readers that Acquire-load `RBIAS` (their
@@ -333,7 +340,9 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
             .is_ok()
         {
             stats::count(Event::BiasSet);
+            return true;
         }
+        false
     }
 
     /// Revokes the bias if it is set, or waits for a running revocation.
@@ -454,6 +463,9 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
         if self.state.load(Ordering::Acquire) & (RBIAS | REVOKING) != 0 {
             self.revoke(Patience::Wait);
         }
+        if P::UNBIASED_HINT {
+            hints::set_unbiased(self.addr());
+        }
     }
 
     /// Before acquiring `L` for writing (Section 7 refinement).
@@ -461,7 +473,10 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
     fn revoke_early(&self) {
         // Relaxed: a hint; `revoke_held` after acquiring `L` is the check
         // that counts.
-        if P::REVOKE_BEFORE_LOCK && self.state.load(Ordering::Relaxed) & RBIAS != 0 {
+        if P::REVOKE_BEFORE_LOCK
+            && !(P::UNBIASED_HINT && hints::unbiased(self.addr()))
+            && self.state.load(Ordering::Relaxed) & RBIAS != 0
+        {
             self.revoke(Patience::Wait);
         }
     }
@@ -470,33 +485,72 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
 /// A thread reads the clock on one slow read with bias off in this many.
 pub const CLOCK_EVERY: u32 = 16;
 
-#[cfg(not(loom))]
-crate::sync::thread_local! {
-    static CLOCK_COUNTDOWN: core::cell::Cell<u32> = const { core::cell::Cell::new(0) };
-}
+/// Per-thread hints: cheap, private, and never needed for correctness (a
+/// read may always take the slow path; a writer always re-checks the word
+/// once it holds `L`).
+mod hints {
+    use core::cell::Cell;
 
-// loom's `thread_local!` has no `const` initialiser form.
-#[cfg(loom)]
-crate::sync::thread_local! {
-    static CLOCK_COUNTDOWN: core::cell::Cell<u32> = core::cell::Cell::new(0);
-}
+    use super::CLOCK_EVERY;
 
-/// Whether this slow read should consult the clock (see `after_slow_read`).
-#[inline]
-fn clock_due() -> bool {
-    CLOCK_COUNTDOWN
-        .try_with(|c| match c.get() {
-            0 => {
-                c.set(CLOCK_EVERY - 1);
-                true
+    pub(super) struct Hints {
+        /// The lock this thread last saw unbiased (see
+        /// [`Policy::UNBIASED_HINT`](crate::Policy::UNBIASED_HINT)).
+        unbiased: Cell<usize>,
+        /// Slow reads until the next clock reading.
+        clock: Cell<u32>,
+    }
+
+    #[cfg(not(loom))]
+    crate::sync::thread_local! {
+        static HINTS: Hints = const {
+            Hints {
+                unbiased: Cell::new(0),
+                clock: Cell::new(0),
             }
-            n => {
-                c.set(n - 1);
-                false
-            }
-        })
-        // During thread teardown: decide by the clock every time.
-        .unwrap_or(true)
+        };
+    }
+
+    // loom's `thread_local!` has no `const` initialiser form.
+    #[cfg(loom)]
+    crate::sync::thread_local! {
+        static HINTS: Hints = Hints {
+            unbiased: Cell::new(0),
+            clock: Cell::new(0),
+        };
+    }
+
+    /// Whether this thread last saw `lock` unbiased.
+    #[inline]
+    pub(super) fn unbiased(lock: usize) -> bool {
+        HINTS
+            .try_with(|h| h.unbiased.get() == lock)
+            .unwrap_or(false)
+    }
+
+    /// Records the lock this thread last saw unbiased (0: none).
+    #[inline]
+    pub(super) fn set_unbiased(lock: usize) {
+        let _ = HINTS.try_with(|h| h.unbiased.set(lock));
+    }
+
+    /// Whether this slow read should consult the clock (see
+    /// `after_slow_read`); during thread teardown, always.
+    #[inline]
+    pub(super) fn clock_due() -> bool {
+        HINTS
+            .try_with(|h| match h.clock.get() {
+                0 => {
+                    h.clock.set(CLOCK_EVERY - 1);
+                    true
+                }
+                n => {
+                    h.clock.set(n - 1);
+                    false
+                }
+            })
+            .unwrap_or(true)
+    }
 }
 
 /// `N × 2^exp × cost`, saturating.
@@ -1127,6 +1181,7 @@ mod tests {
         run::<policy::SecondProbe>();
         run::<policy::BlockScan>();
         run::<policy::Adaptive>();
+        run::<policy::UnbiasedHint>();
         run::<DefaultPolicy>();
     }
 

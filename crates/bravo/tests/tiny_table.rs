@@ -24,5 +24,9 @@ fn stress_four_slots_every_policy() {
             &Bravo::<rwlock_core::PfQueue, bravo::policy::BlockScan>::new(),
             &cfg,
         );
+        testing::stress(
+            &Bravo::<rwlock_core::PfTicket, bravo::policy::UnbiasedHint>::new(),
+            &cfg,
+        );
     }
 }
