@@ -5,11 +5,13 @@
 //! differences and comparisons of readings are used, so the unit does not
 //! matter: `InhibitUntil = now + (now - start) × N` holds in any unit.
 //!
-//! Measured on the 2-core development VM (`cargo bench --bench latency`'s
-//! neighbour, a 5 M-call loop; see `docs/results.md`): `rdtsc` 20 ns (the
-//! hypervisor traps it), `clock_gettime(CLOCK_MONOTONIC)` 35 ns,
-//! `Instant::now()` 80 ns, `CLOCK_MONOTONIC_COARSE` 9 ns but with a 4 ms
-//! resolution, far coarser than a revocation (a few µs). On x86-64 the clock
+//! Measured on the 2-core development VM (`cargo bench --bench latency --
+//! clock`: this clock 18.8 ns, `Instant::now()` 37 ns; a 5 M-call loop gave
+//! `clock_gettime(CLOCK_MONOTONIC)` 35 ns and `CLOCK_MONOTONIC_COARSE` 9 ns
+//! but with a 4 ms resolution, far coarser than a revocation, which takes
+//! a few µs; see `docs/bravo.md`). Even the TSC costs about as much as an
+//! uncontended lock pair here, so slow readers consult it on one slow read
+//! in 16 only (`raw::CLOCK_EVERY`). On x86-64 the clock
 //! is therefore the time-stamp counter (invariant on every x86-64 CPU Linux
 //! reports `constant_tsc` for; a TSC that is not synchronised across sockets
 //! only makes the bias policy less exact, never the lock incorrect, and
