@@ -19,9 +19,9 @@
 //! than 64 CPUs, then 64 slots per CPU rounded up to a power of two (the
 //! paper's suggestion to size from the CPU count): collisions between `T`
 //! concurrent readers of one lock follow the birthday bound `T²/2S`, and
-//! a revocation scans the whole table: 2.3 µs for 4096 slots with Listing
-//! 1's loop, 1.65 µs with the block scan of the default policy, on the
-//! 2-core development VM (`cargo bench --bench latency -- bravo_revocation`;
+//! a revocation scans the whole table: for 4096 slots, 2.3 to 5.4 µs with
+//! Listing 1's loop and 1.65 to 2.5 µs with the block scan of the default
+//! policy (two runs on the 2-core development VM) (`cargo bench --bench latency -- bravo_revocation`;
 //! `docs/bravo.md`).
 //!
 //! The size is fixed at first use. Before that, [`configure`] or the
