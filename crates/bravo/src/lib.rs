@@ -33,11 +33,8 @@
 //! ```
 //!
 //! `Bravo<L>` implements every extra `lock_api` trait `L` does
-//! (downgrade, upgrade, timed, fair, and their combinations). Upgrades and
-//! timed or upgrading writes revoke the bias once `L` grants them, waiting
-//! for fast-path readers already inside (their critical sections bound the
-//! wait); a plain `try_lock_exclusive` never waits for them: it fails and
-//! leaves the bias on.
+//! (downgrade, upgrade, timed, fair, and their combinations); see the
+//! rules below for what each does about fast-path readers.
 //!
 //! The second parameter, `Bravo<L, P>`, picks the [`Policy`]: the default
 //! adds measured refinements to the paper's Listing 1 (revocation before
@@ -69,27 +66,40 @@
 //! - **Unlock is exact.** A read guard carries either the slot its fast
 //!   path took or `L`'s own guard state; unlock releases exactly that. Two
 //!   threads whose hashes collide on one slot for one lock (one fast, one
-//!   slow) release their own acquisitions. Releasing a fast-path guard on
-//!   another lock than the one that issued it (only possible through the
-//!   unsafe raw API) panics in debug builds; the check is a load of the
-//!   slot, which measured at a third of the whole read pair (6 of 18 ns),
-//!   so release builds trust the caller, as `unlock_shared`'s contract
-//!   requires.
+//!   slow) release their own acquisitions. Unlock does not check that a
+//!   fast-path guard came from this lock (only the unsafe raw API can mix
+//!   them up): that load of the slot measured at a third of the whole read
+//!   pair (6 of 18 ns), and a lock moved while read-locked legitimately
+//!   finds its old address there.
 //! - **`Send`.** A read guard is `Send` exactly when `L`'s is: releasing a
 //!   fast-path slot from another thread is correct (the slot is named by
 //!   the guard, not recomputed), so only `L` decides. Over parking_lot
 //!   without its `send_guard` feature and over pthread, guards stay on
 //!   their thread; over this workspace's PF-Q and PF-T they may move.
-//! - **Recursive reads** are as safe as `L`'s: the second acquisition by a
-//!   thread finds its slot taken by the first and goes through `L`, so with
-//!   a writer-preferring or phase-fair `L` a writer queued in between
-//!   deadlocks it, exactly as with `L` alone. Both guards release correctly
-//!   in either order.
+//! - **Recursive reads.** The second read of a lock by a thread finds its
+//!   slot taken by the first and goes through `L`. With the default policy
+//!   a writer never waits for fast readers while holding `L` (it gives `L`
+//!   back and waits without it), so the nested read behaves as it would
+//!   with `L` alone: it deadlocks only where `L`'s would (a writer-preferring
+//!   or phase-fair `L` with a writer queued on `L` itself). With
+//!   [`Listing1`] the writer waits holding `L`, as in the paper, and a
+//!   nested read behind it deadlocks even over a reader-preferring `L`.
+//!   Both guards release correctly in either order.
+//! - **Try and timed writes** never wait for fast readers beyond their
+//!   deadline (`try_lock_exclusive`, `try_upgrade`: one scan; the timed
+//!   forms: until the deadline); they fail with the bias restored, so a
+//!   thread holding a fast read gets `None`, as it would from `L`. Timed
+//!   operations need `L`'s `Duration`/`Instant` to be `std::time`'s
+//!   (parking_lot's are).
+//! - **Moving a read-locked lock** (possible only through the raw API,
+//!   keeping the read's guard state while moving the lock) detaches a
+//!   fast-path read from the moved lock: its slot names the old address,
+//!   so a writer on the moved lock does not wait for it.
 //! - **`mem::forget` of a read guard** is safe but, as with any
 //!   reader-writer lock, leaves the lock read-held: writers wait forever.
 //!   A forgotten fast-path guard also leaves the lock's address in its
 //!   slot; dropping the lock clears such slots (one table scan, only if the
-//!   lock is still biased), but a lock *moved* after forgetting a guard
+//!   lock is still biased), but a lock moved after forgetting a guard
 //!   leaves the old address behind, and a lock later built at that address
 //!   would wait for the phantom reader on its first revocation. Do not
 //!   forget guards.

@@ -28,5 +28,9 @@ fn stress_four_slots_every_policy() {
             &Bravo::<rwlock_core::PfTicket, bravo::policy::UnbiasedHint>::new(),
             &cfg,
         );
+        testing::stress(
+            &Bravo::<parking_lot::RawRwLock, bravo::policy::SecondProbe>::new(),
+            &cfg,
+        );
     }
 }
