@@ -31,8 +31,9 @@ pub const UNIT_SHIFT: u32 = 6;
 #[cfg(all(target_arch = "x86_64", not(loom)))]
 #[inline]
 pub fn now() -> u64 {
-    // SAFETY: `rdtsc` is available on every x86-64 CPU and has no
-    // preconditions; it reads a counter and writes no memory.
+    // `rdtsc` is available on every x86-64 CPU; it reads a counter and
+    // writes no memory.
+    // SAFETY: no preconditions.
     let ticks = unsafe { core::arch::x86_64::_rdtsc() };
     ticks >> UNIT_SHIFT
 }
