@@ -329,11 +329,11 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
         stats::count(Event::SlowRead);
         // Relaxed: a hint; the CAS in `enable_bias` re-checks the word.
         let word = self.state.load(Ordering::Relaxed);
+        let enabled =
+            word & (RBIAS | REVOKING) == 0 && hints::clock_due() && self.enable_bias(word);
         if P::UNBIASED_HINT {
-            hints::set_unbiased(if word & RBIAS == 0 { self.addr() } else { 0 });
-        }
-        if word & (RBIAS | REVOKING) == 0 && hints::clock_due() && self.enable_bias(word) {
-            hints::set_unbiased(0);
+            let unbiased = word & RBIAS == 0 && !enabled;
+            hints::set_unbiased(if unbiased { self.addr() } else { 0 });
         }
     }
 
@@ -494,26 +494,40 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
     /// alone.
     #[inline]
     fn settle_write(&self, g: L::ExclusiveGuard) -> Option<L::ExclusiveGuard> {
-        // Acquire: see `revoke`.
-        let dirty = self.state.load(Ordering::Acquire) & (RBIAS | REVOKING) != 0;
-        if !dirty || !P::REVOKE_BEFORE_LOCK || self.revoke(Patience::Scan) {
-            self.revoke_held();
-            return Some(g);
+        let patience = if P::REVOKE_BEFORE_LOCK {
+            Patience::Scan
+        } else {
+            Patience::Wait
+        };
+        if !self.revoke_if_dirty(patience) {
+            // SAFETY: the write acquisition the caller just made.
+            unsafe { self.inner.unlock_exclusive(g) };
+            self.revoke(Patience::Wait);
+            return None;
         }
-        // SAFETY: the write acquisition the caller just made.
-        unsafe { self.inner.unlock_exclusive(g) };
-        self.revoke(Patience::Wait);
-        None
+        self.note_unbiased();
+        Some(g)
     }
 
     /// A write (or upgradable) acquisition of `L` is held: revoke, waiting
     /// for fast readers if needed.
     #[inline]
     fn revoke_held(&self) {
+        self.revoke_if_dirty(Patience::Wait);
+        self.note_unbiased();
+    }
+
+    /// [`revoke`](Self::revoke), called only when the word shows bias or a
+    /// running revocation (one inline load on the common, clean path).
+    #[inline]
+    fn revoke_if_dirty(&self, patience: Patience) -> bool {
         // Acquire: see `revoke`.
-        if self.state.load(Ordering::Acquire) & (RBIAS | REVOKING) != 0 {
-            self.revoke(Patience::Wait);
-        }
+        self.state.load(Ordering::Acquire) & (RBIAS | REVOKING) == 0 || self.revoke(patience)
+    }
+
+    /// This thread holds `L` for writing with the bias off: remember it.
+    #[inline]
+    fn note_unbiased(&self) {
         if P::UNBIASED_HINT {
             hints::set_unbiased(self.addr());
         }
@@ -699,12 +713,10 @@ impl<L, P> Drop for Bravo<L, P> {
             return;
         }
         let me = self as *const Self as usize;
-        for block in table::table().blocks() {
-            for slot in block {
-                // Relaxed: no guard of this lock is alive (`&mut self`), so a
-                // slot holding our address belongs to a forgotten guard.
-                let _ = slot.compare_exchange(me, 0, Ordering::Relaxed, Ordering::Relaxed);
-            }
+        for slot in table::table().slots() {
+            // Relaxed: no guard of this lock is alive (`&mut self`), so a
+            // slot holding our address belongs to a forgotten guard.
+            let _ = slot.compare_exchange(me, 0, Ordering::Relaxed, Ordering::Relaxed);
         }
     }
 }
@@ -773,10 +785,7 @@ unsafe impl<L: RawRwLock, P: Policy> RawRwLock for Bravo<L, P> {
     #[inline]
     fn try_lock_exclusive(&self) -> Option<Self::ExclusiveGuard> {
         let g = self.inner.try_lock_exclusive()?;
-        // Acquire: see `revoke`.
-        if self.state.load(Ordering::Acquire) & (RBIAS | REVOKING) != 0
-            && !self.revoke(Patience::Scan)
-        {
+        if !self.revoke_if_dirty(Patience::Scan) {
             // SAFETY: the write acquisition just made.
             unsafe { self.inner.unlock_exclusive(g) };
             return None;
@@ -865,10 +874,7 @@ where
 
     fn try_lock_exclusive_until(&self, timeout: Self::Instant) -> Option<Self::ExclusiveGuard> {
         let g = self.inner.try_lock_exclusive_until(timeout)?;
-        // Acquire: see `revoke`.
-        if self.state.load(Ordering::Acquire) & (RBIAS | REVOKING) != 0
-            && !self.revoke(Patience::Until(timeout))
-        {
+        if !self.revoke_if_dirty(Patience::Until(timeout)) {
             // SAFETY: the write acquisition just made.
             unsafe { self.inner.unlock_exclusive(g) };
             return None;
@@ -919,23 +925,15 @@ unsafe impl<L: RawRwLockUpgrade, P: Policy> RawRwLockUpgrade for Bravo<L, P> {
         &self,
         guard: Self::UpgradableGuard,
     ) -> Result<Self::ExclusiveGuard, Self::UpgradableGuard> {
-        if !self.revoke_upgradable(&guard, Patience::Scan) {
+        // Still upgradable: writers are excluded, so a failed scan may restore
+        // the bias (see `Patience`).
+        if !self.revoke_if_dirty(Patience::Scan) {
             return Err(guard);
         }
         // SAFETY: the caller's upgradable acquisition of `L`.
         let g = unsafe { self.inner.try_upgrade(guard) }?;
         self.revoke_held();
         Ok(g)
-    }
-}
-
-impl<L: RawRwLockUpgrade, P: Policy> Bravo<L, P> {
-    /// Holding an upgradable read (`_held` proves it): revoke with
-    /// `patience`; `false` when a reader is still inside, the bias then
-    /// restored and the upgradable read still the caller's.
-    fn revoke_upgradable(&self, _held: &L::UpgradableGuard, patience: Patience) -> bool {
-        // Acquire: see `revoke`.
-        self.state.load(Ordering::Acquire) & (RBIAS | REVOKING) == 0 || self.revoke(patience)
     }
 }
 
@@ -998,7 +996,8 @@ where
         guard: Self::UpgradableGuard,
         timeout: Self::Instant,
     ) -> Result<Self::ExclusiveGuard, Self::UpgradableGuard> {
-        if !self.revoke_upgradable(&guard, Patience::Until(timeout)) {
+        // Still upgradable: as in `try_upgrade`.
+        if !self.revoke_if_dirty(Patience::Until(timeout)) {
             return Err(guard);
         }
         // SAFETY: the caller's upgradable acquisition of `L`.
