@@ -443,7 +443,7 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
             self.state
                 .swap(pack(0, exp, end.saturating_add(inhibit)), Ordering::SeqCst);
             self.revocation_ended();
-            stats::revocation(end - start, inhibit);
+            stats::revocation(end.saturating_sub(start), inhibit);
             return true;
         }
     }
