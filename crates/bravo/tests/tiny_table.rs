@@ -2,8 +2,15 @@
 //! streaming while writers revoke.
 #![cfg(not(loom))]
 
-use bravo::Bravo;
+use bravo::policy::{Adaptive, BlockScan, SecondProbe, UnbiasedHint};
+use bravo::{Bravo, DefaultPolicy, Listing1, Policy};
+use lock_api::RawRwLock;
+use parking_lot::RawRwLock as Pl;
 use rwlock_core::testing;
+
+fn stress<L: RawRwLock + Sync, P: Policy>(cfg: &testing::StressConfig) {
+    testing::stress(&Bravo::<L, P>::new(), cfg);
+}
 
 #[test]
 fn stress_four_slots_every_policy() {
@@ -11,26 +18,11 @@ fn stress_four_slots_every_policy() {
     for writes in [1, 10, 50] {
         let mut cfg = testing::StressConfig::new(8);
         cfg.write_percent = writes;
-        testing::stress(&Bravo::<parking_lot::RawRwLock>::new(), &cfg);
-        testing::stress(
-            &Bravo::<parking_lot::RawRwLock, bravo::Listing1>::new(),
-            &cfg,
-        );
-        testing::stress(
-            &Bravo::<parking_lot::RawRwLock, bravo::policy::Adaptive>::new(),
-            &cfg,
-        );
-        testing::stress(
-            &Bravo::<rwlock_core::PfQueue, bravo::policy::BlockScan>::new(),
-            &cfg,
-        );
-        testing::stress(
-            &Bravo::<rwlock_core::PfTicket, bravo::policy::UnbiasedHint>::new(),
-            &cfg,
-        );
-        testing::stress(
-            &Bravo::<parking_lot::RawRwLock, bravo::policy::SecondProbe>::new(),
-            &cfg,
-        );
+        stress::<Pl, DefaultPolicy>(&cfg);
+        stress::<Pl, Listing1>(&cfg);
+        stress::<Pl, Adaptive>(&cfg);
+        stress::<rwlock_core::PfQueue, BlockScan>(&cfg);
+        stress::<rwlock_core::PfTicket, UnbiasedHint>(&cfg);
+        stress::<Pl, SecondProbe>(&cfg);
     }
 }
