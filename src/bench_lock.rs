@@ -45,6 +45,33 @@ where
     }
 }
 
+/// A mutex (`lock_api::RawMutex`) driven as a reader-writer lock: reads
+/// and writes both take it. The paper's "Cohort" line: what reader-writer
+/// locks must beat.
+#[derive(Debug)]
+pub struct Mutex<R: lock_api::RawMutex>(lock_api::Mutex<R, ()>);
+
+impl<R> BenchLock for Mutex<R>
+where
+    R: lock_api::RawMutex + Send + Sync + 'static,
+{
+    fn create() -> Self {
+        Mutex(lock_api::Mutex::new(()))
+    }
+
+    #[inline]
+    fn read<T>(&self, f: impl FnOnce() -> T) -> T {
+        let _guard = self.0.lock();
+        f()
+    }
+
+    #[inline]
+    fn write<T>(&self, f: impl FnOnce() -> T) -> T {
+        let _guard = self.0.lock();
+        f()
+    }
+}
+
 /// A `BenchLock` over a std-like lock whose guards come in a `Result`
 /// (poisoning is ignored: the harness never panics inside).
 macro_rules! std_like {

@@ -40,6 +40,16 @@ pub const LOCKS: &[LockEntry] = &[
     lock!("bravo_pf_q", "bravo", Raw<bravo::RawPfQueue>),
     lock!("bravo_pf_t", "bravo", Raw<bravo::RawPfTicket>),
     lock!("bravo_pthread", "bravo", Raw<bravo::RawPthread>),
+    lock!("c_rw_wp", "cohort", Raw<cohort::CRwWp>),
+    lock!("c_rw_rp_opt", "cohort", Raw<cohort::CRwRpOpt>),
+    lock!("c_rw_rp", "cohort", Raw<cohort::CRwRp>),
+    lock!("c_rw_np", "cohort", Raw<cohort::CRwNp>),
+    lock!("dr_ticket", "cohort", Raw<cohort::DrTicket>),
+    lock!(
+        "cohort_mutex",
+        "cohort",
+        crate::bench_lock::Mutex<cohort::CPtlTkt>
+    ),
     lock!("pthread", "peer", Raw<rwlock_core::PthreadRwLock>),
     #[cfg(has_ck)]
     lock!("ck_brlock", "peer", crate::ck::CkBrlock),
@@ -93,6 +103,28 @@ pub const ABLATIONS: &[LockEntry] = &[
     ),
 ];
 
+/// Selectable by name or as the family `cohort-ablation` only: C-RW-WP with
+/// the other read indicators (the paper's Figure 7: one central counter,
+/// one counter per node) and with a ticket-lock global instead of the
+/// partitioned ticket lock.
+pub const COHORT_ABLATIONS: &[LockEntry] = &[
+    lock!(
+        "c_rw_wp_central",
+        "cohort-ablation",
+        Raw<cohort::WriterPref<cohort::CPtlTkt, cohort::Central>>
+    ),
+    lock!(
+        "c_rw_wp_per_node",
+        "cohort-ablation",
+        Raw<cohort::WriterPref<cohort::CPtlTkt, cohort::PerNode>>
+    ),
+    lock!(
+        "c_rw_wp_ticket_global",
+        "cohort-ablation",
+        Raw<cohort::WriterPref<cohort::Cohort<cohort::TicketLock, cohort::TicketLock>>>
+    ),
+];
+
 /// Whether the Concurrency Kit peers were built (libck-dev was found).
 pub const HAS_CK: bool = cfg!(has_ck);
 
@@ -111,14 +143,20 @@ pub fn select(selectors: &[String]) -> Result<Vec<LockEntry>, String> {
             LOCKS
                 .iter()
                 .chain(ABLATIONS)
+                .chain(COHORT_ABLATIONS)
                 .filter(|e| e.name == sel || e.family == sel)
                 .collect()
         };
         if matched.is_empty() {
-            let names: Vec<_> = LOCKS.iter().chain(ABLATIONS).map(|e| e.name).collect();
+            let names: Vec<_> = LOCKS
+                .iter()
+                .chain(ABLATIONS)
+                .chain(COHORT_ABLATIONS)
+                .map(|e| e.name)
+                .collect();
             return Err(format!(
                 "no lock or family named `{sel}` (locks: {}; families: rwlock-core, bravo, \
-                 peer, bravo-ablation)",
+                 cohort, peer, bravo-ablation, cohort-ablation)",
                 names.join(", ")
             ));
         }
@@ -166,8 +204,28 @@ mod tests {
                 LOCKS
                     .iter()
                     .chain(&ABLATIONS[i + 1..])
+                    .chain(COHORT_ABLATIONS)
                     .all(|b| b.name != a.name)
             );
         }
+        for (i, a) in COHORT_ABLATIONS.iter().enumerate() {
+            assert!(
+                LOCKS
+                    .iter()
+                    .chain(&COHORT_ABLATIONS[i + 1..])
+                    .all(|b| b.name != a.name)
+            );
+        }
+        assert_eq!(select(&["cohort".into()]).unwrap().len(), 6);
+        assert_eq!(
+            select(&["cohort-ablation".into()]).unwrap().len(),
+            COHORT_ABLATIONS.len()
+        );
+        assert!(
+            select(&[])
+                .unwrap()
+                .iter()
+                .all(|e| e.family != "cohort-ablation")
+        );
     }
 }

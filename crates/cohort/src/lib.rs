@@ -1,0 +1,150 @@
+//! NUMA-aware cohort locks (Calciu, Dice, Lev, Luchangco, Marathe & Shavit,
+//! "NUMA-Aware Reader-Writer Locks", PPoPP 2013).
+//!
+//! Writers batch per NUMA node through a **cohort mutex**; readers touch
+//! only their own node's **read indicator**. On a multi-socket machine a
+//! read then never moves a cache line between sockets, and a run of writes
+//! from one node keeps the lock and the data in that node's caches.
+//!
+//! | type | what it is | paper |
+//! | --- | --- | --- |
+//! | [`CPtlTkt`] = [`Cohort`]`<`[`PartitionedTicket`]`, `[`TicketLock`]`>` | the cohort mutex C-PTL-TKT; also a [`lock_api::RawMutex`] | Section 3.1 |
+//! | [`CRwNp`] = [`NeutralPref`] | readers and writers all pass the cohort mutex | Section 3.2, Figure 3 |
+//! | [`CRwRp`] = [`ReaderPref`] | readers first; writers back off, RBarrier when impatient | Section 3.3, Figure 4 |
+//! | [`CRwRpOpt`] = [`ReaderPrefOpt`] | reader preference with the `WActive` flag | Section 3.3 (the loop) |
+//! | [`CRwWp`] = [`WriterPref`] | writers first; readers back off, WBarrier when impatient | Section 3.4, Figure 5 |
+//! | [`DrTicket`] = [`WriterPref`]`<`[`TicketLock`]`>` | DR-MCS, the paper's control: distributed readers, a plain FIFO lock for writers | Section 3.5 |
+//!
+//! Every reader-writer lock is generic over its writer mutex
+//! ([`WriterMutex`]: any [`Cohort`], or a [`TicketLock`]) and its read
+//! indicator ([`ReadIndicator`]: [`IngressEgress`] by default, [`PerNode`],
+//! [`Central`]), and implements [`lock_api::RawRwLock`] and
+//! [`lock_api::RawRwLockDowngrade`]; `is_locked` and `is_locked_exclusive`
+//! are pure reads (momentary snapshots, as lock_api says).
+//!
+//! ```
+//! // A one-line alias gives the usual guard API.
+//! type RwLock<T> = lock_api::RwLock<cohort::CRwWp, T>;
+//! static TABLE: RwLock<Vec<u32>> = RwLock::new(Vec::new());
+//! TABLE.write().push(1);
+//! assert_eq!(TABLE.read().len(), 1);
+//!
+//! // The cohort mutex on its own.
+//! let m = lock_api::Mutex::<cohort::CPtlTkt, u64>::new(0);
+//! *m.lock() += 1;
+//! assert_eq!(*m.lock(), 1);
+//!
+//! // Other parts: a per-node counter indicator and a cohort that hands
+//! // the lock to at most 8 local successors in a row.
+//! use cohort::{Cohort, PerNode, WriterPref};
+//! let custom = WriterPref::from_parts(Cohort::with_config(0, 8), PerNode::new(0), 200);
+//! let l = lock_api::RwLock::from_raw(custom, 5u8);
+//! assert_eq!(*l.read(), 5);
+//! ```
+//!
+//! # Nodes
+//!
+//! Per-node parts are sized by
+//! [`Topology::global`](rwlock_core::topology::Topology::global)'s node
+//! count on first use (`const INIT` and `new()` allocate nothing), or by the
+//! count given to `with_nodes` / `with_config`. A thread uses the part of
+//! [`current_node`](rwlock_core::topology::current_node) (reduced modulo the
+//! count); the part it used travels in its guard, so a thread that migrates
+//! inside its critical section still releases what it took. The `*_on`
+//! methods take an explicit node instead (tests, and callers that know
+//! where they run). Set `RWLOCK_TOPOLOGY` (for instance `each-cpu` or
+//! `nodes=2`) to try multi-node behaviour on a one-node machine.
+//!
+//! # Waiting
+//!
+//! The paper's locks spin. These spin briefly, yield, then park
+//! ([`rwlock_core::wait`]), so they stay usable with far more threads than
+//! cores. Patience (RP writers, WP readers) is counted in checks before a
+//! barrier goes up ([`DEFAULT_PATIENCE`] = 1000, the paper's); the cohort's
+//! bound on consecutive local hand-offs is [`DEFAULT_HANDOFF_BOUND`] = 64.
+//!
+//! # Which preference
+//!
+//! - **C-RW-WP** (the default choice): in the paper, and on read-mostly
+//!   workloads generally, the fastest. A writer waits only for readers that
+//!   arrived before it; readers that meet a writer step back and are then
+//!   admitted together when the writers are done, which packs readers into
+//!   large concurrent batches. Impatient readers raise WBarrier, so writers
+//!   cannot starve them.
+//! - **C-RW-RP-opt**: when reads must never wait behind queued writers
+//!   (latency of reads matters more than throughput). Writers can still get
+//!   in thanks to RBarrier.
+//! - **C-RW-RP**: only for comparison: writers hand the mutex to each other
+//!   while arrived readers wait for it to fall free ("writer ownership
+//!   circulation"); C-RW-RP-opt fixes that.
+//! - **C-RW-NP**: admission strictly in cohort-mutex order; reads serialize
+//!   briefly on the mutex, so it scales only like a mutex. Useful where
+//!   neither side may overtake the other.
+//! - **DR-MCS** ([`DrTicket`]): when writes are so rare that batching them
+//!   per node buys nothing; its writer lock is a plain ticket lock.
+//!
+//! **The reader-preference pathology** (Section 4.3): with a fixed pool of
+//! threads that each read or write at random, a reader-preference lock
+//! admits a writer only when no reader is active; when that writer is done
+//! it soon reads again, so the writers that queued meanwhile stay blocked.
+//! Most threads end up waiting to write while one writer or a few readers
+//! run: a read-dominated workload gets *little reader concurrency*, because
+//! starved writers never turn back into readers. Writer preference avoids
+//! it: blocked readers pile up while writers pass, then enter together.
+//!
+//! # Footprint
+//!
+//! FOOTPRINT_TABLE
+
+#![warn(missing_docs)]
+
+pub mod cohort;
+pub mod indicator;
+#[cfg(all(test, loom))]
+mod loom_tests;
+pub mod neutral;
+mod nodes;
+pub mod partitioned_ticket;
+pub mod reader_pref;
+pub mod reader_pref_opt;
+pub mod rw;
+pub mod ticket;
+pub mod writer_pref;
+
+pub use crate::cohort::{Cohort, CohortToken, DEFAULT_HANDOFF_BOUND, GlobalLock, LocalLock};
+pub use indicator::{Central, IngressEgress, PerNode, ReadIndicator};
+pub use neutral::NeutralPref;
+pub use partitioned_ticket::PartitionedTicket;
+pub use reader_pref::ReaderPref;
+pub use reader_pref_opt::ReaderPrefOpt;
+pub use rw::{DEFAULT_PATIENCE, ReaderToken, WriterMutex};
+pub use ticket::TicketLock;
+pub use writer_pref::WriterPref;
+
+/// C-PTL-TKT: the cohort mutex of partitioned-ticket global and ticket
+/// local locks (Section 3.1).
+pub type CPtlTkt = Cohort<PartitionedTicket, TicketLock>;
+
+/// C-RW-NP: neutral preference (Figure 3) over C-PTL-TKT and ingress/egress
+/// indicators.
+pub type CRwNp = NeutralPref<CPtlTkt, IngressEgress>;
+
+/// C-RW-RP: reader preference (Figure 4).
+pub type CRwRp = ReaderPref<CPtlTkt, IngressEgress>;
+
+/// C-RW-RP-opt: reader preference with `WActive` (Section 3.3).
+pub type CRwRpOpt = ReaderPrefOpt<CPtlTkt, IngressEgress>;
+
+/// C-RW-WP: writer preference (Figure 5), the paper's best performer.
+pub type CRwWp = WriterPref<CPtlTkt, IngressEgress>;
+
+/// DR-MCS, the paper's control (Section 3.5): distributed (ingress/egress)
+/// readers, writer preference, and a plain FIFO lock for writers (a ticket
+/// lock here, where the paper used MCS).
+pub type DrTicket = WriterPref<TicketLock, IngressEgress>;
+
+/// `lock_api::Mutex` over the cohort mutex.
+pub type Mutex<T> = lock_api::Mutex<CPtlTkt, T>;
+
+/// `lock_api::RwLock` over C-RW-WP.
+pub type RwLock<T> = lock_api::RwLock<CRwWp, T>;

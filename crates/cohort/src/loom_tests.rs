@@ -1,0 +1,166 @@
+//! loom models (`RUSTFLAGS="--cfg loom"`, bounded by `LOOM_MAX_PREEMPTIONS`):
+//! every access to the protected data goes through a loom `UnsafeCell`, so
+//! a writer that overlaps anybody is reported as a causality violation, and
+//! a lost wake-up as a deadlock.
+//!
+//! Every model thread runs on one OS thread, so the models choose nodes
+//! with the `*_on` methods: two nodes, each with its own local lock and
+//! indicator slot.
+
+use loom::sync::Arc;
+use loom::thread;
+
+use crate::cohort::Cohort;
+use crate::indicator::IngressEgress;
+use crate::partitioned_ticket::PartitionedTicket;
+use crate::reader_pref_opt::ReaderPrefOpt;
+use crate::rw::ReaderToken;
+use crate::ticket::TicketLock;
+use crate::writer_pref::WriterPref;
+use rwlock_core::sync::UnsafeCell;
+
+/// A lock and the data it guards.
+struct Shared<L> {
+    lock: L,
+    data: UnsafeCell<u32>,
+}
+
+// SAFETY: `data` is only accessed under `lock`, which is what the models check.
+unsafe impl<L: Sync> Sync for Shared<L> {}
+// SAFETY: as above.
+unsafe impl<L: Send> Send for Shared<L> {}
+
+impl<L> Shared<L> {
+    fn new(lock: L) -> Arc<Self> {
+        Arc::new(Shared {
+            lock,
+            data: UnsafeCell::new(0),
+        })
+    }
+
+    /// Adds 1; the caller holds the lock exclusively.
+    fn bump(&self) {
+        // SAFETY: exclusive access under the lock (loom reports it otherwise).
+        self.data.with_mut(|p| unsafe { *p += 1 });
+    }
+
+    /// Reads; the caller holds the lock (shared or exclusive).
+    fn get(&self) -> u32 {
+        // SAFETY: shared access under the lock.
+        self.data.with(|p| unsafe { *p })
+    }
+}
+
+type CPtlTkt = Cohort<PartitionedTicket, TicketLock>;
+
+/// Three acquisitions of the cohort mutex, two from node 0 (a local
+/// hand-off is possible between them) and one from node 1; a hand-off
+/// bound of 1 so that both exits of the release are explored.
+#[test]
+fn loom_tests_cohort_mutex_two_nodes() {
+    loom::model(|| {
+        let s = Shared::new(CPtlTkt::with_config(2, 1));
+        let spawn = |node: usize| {
+            let s = s.clone();
+            thread::spawn(move || {
+                let g = s.lock.lock_on(node);
+                s.bump();
+                // SAFETY: our own acquisition.
+                unsafe { s.lock.unlock_token(g) };
+            })
+        };
+        let a = spawn(0);
+        let b = spawn(1);
+        let g = s.lock.lock_on(0);
+        s.bump();
+        // SAFETY: our own acquisition.
+        unsafe { s.lock.unlock_token(g) };
+        a.join().unwrap();
+        b.join().unwrap();
+        let g = s.lock.lock_on(1);
+        assert_eq!(s.get(), 3);
+        // SAFETY: our own acquisition.
+        unsafe { s.lock.unlock_token(g) };
+        assert!(!s.lock.is_locked());
+    });
+}
+
+/// C-RW-WP with ingress/egress indicators on two nodes: a writer on node 0,
+/// readers on nodes 1 and 0. Patience 1 so that a reader that meets the
+/// writer raises WBarrier after one more check.
+#[test]
+fn loom_tests_c_rw_wp_ingress_egress() {
+    loom::model(|| {
+        let lock = WriterPref::from_parts(CPtlTkt::with_config(2, 64), IngressEgress::new(2), 1);
+        let s = Shared::new(lock);
+        let w = {
+            let s = s.clone();
+            thread::spawn(move || {
+                let g = s.lock.lock_exclusive_on(0);
+                s.bump();
+                // SAFETY: our own acquisition.
+                unsafe { s.lock.unlock_exclusive_guard(g) };
+            })
+        };
+        let r = {
+            let s = s.clone();
+            thread::spawn(move || {
+                let g: ReaderToken = s.lock.lock_shared_on(1);
+                let v = s.get();
+                // SAFETY: our own acquisition.
+                unsafe { s.lock.unlock_shared_token(g) };
+                v
+            })
+        };
+        let g = s.lock.lock_shared_on(0);
+        assert!(s.get() <= 1);
+        // SAFETY: our own acquisition.
+        unsafe { s.lock.unlock_shared_token(g) };
+        assert!(r.join().unwrap() <= 1);
+        w.join().unwrap();
+        let g = s.lock.lock_exclusive_on(1);
+        assert_eq!(s.get(), 1);
+        // SAFETY: our own acquisition.
+        unsafe { s.lock.unlock_exclusive_guard(g) };
+    });
+}
+
+/// C-RW-RP-opt with ingress/egress indicators: a writer on node 0 (the
+/// WActive loop), readers on nodes 1 and 0. Patience 1: the writer raises
+/// RBarrier after one more check.
+#[test]
+fn loom_tests_c_rw_rp_opt_ingress_egress() {
+    loom::model(|| {
+        let lock = ReaderPrefOpt::from_parts(CPtlTkt::with_config(2, 64), IngressEgress::new(2), 1);
+        let s = Shared::new(lock);
+        let w = {
+            let s = s.clone();
+            thread::spawn(move || {
+                let g = s.lock.lock_exclusive_on(0);
+                s.bump();
+                // SAFETY: our own acquisition.
+                unsafe { s.lock.unlock_exclusive_guard(g) };
+            })
+        };
+        let r = {
+            let s = s.clone();
+            thread::spawn(move || {
+                let g = s.lock.lock_shared_on(1);
+                let v = s.get();
+                // SAFETY: our own acquisition.
+                unsafe { s.lock.unlock_shared_token(g) };
+                v
+            })
+        };
+        let g = s.lock.lock_shared_on(0);
+        assert!(s.get() <= 1);
+        // SAFETY: our own acquisition.
+        unsafe { s.lock.unlock_shared_token(g) };
+        assert!(r.join().unwrap() <= 1);
+        w.join().unwrap();
+        let g = s.lock.lock_exclusive_on(1);
+        assert_eq!(s.get(), 1);
+        // SAFETY: our own acquisition.
+        unsafe { s.lock.unlock_exclusive_guard(g) };
+    });
+}

@@ -1,0 +1,141 @@
+//! C-RW-RP: the reader-preference cohort reader-writer lock (PPoPP'13
+//! Section 3.3, Figure 4).
+//!
+//! # Protocol
+//!
+//! ```text
+//! reader:                                   writer:
+//!   while RBarrier != 0: wait                 start: acquire writer mutex
+//!   arrive at ReadIndr                        if ReadIndr not empty:
+//!   while writer mutex is locked: wait          release writer mutex
+//!   <read critical section>                     wait until empty, raising
+//!   depart                                        RBarrier once out of patience
+//!                                               goto start
+//!                                             lower RBarrier if raised
+//!                                             <write critical section>
+//!                                             release writer mutex
+//! ```
+//!
+//! The Dekker pair is the writer-preference lock's ([`crate::writer_pref`]),
+//! with the roles swapped: a reader that meets a writer *stays* arrived and
+//! waits, so the writer, which sees it, backs off.
+//!
+//! # Anti-starvation and the pathology
+//!
+//! A writer that waits for readers longer than its patience raises
+//! RBarrier, which stops *new* readers; the arrived ones drain and the
+//! writer gets in (`tests/starvation.rs`). Readers arrived while writers
+//! hand the writer mutex to each other (each sees them and backs off) wait
+//! for the whole circulation: the "superfluous writer ownership circulation"
+//! that [`crate::reader_pref_opt`] removes. Section 4.3's pathology (writers
+//! starve, so few threads become readers again) is in the crate docs.
+
+use crate::CPtlTkt;
+use crate::indicator::{IngressEgress, ReadIndicator};
+use crate::rw::{Parts, ReaderToken, WriterMutex, dekker_fence, impl_raw_rwlock};
+
+/// The reader-preference lock over writer mutex `M` and read indicator
+/// `I`; see the [module docs](self). [`CRwRp`](crate::CRwRp) is the
+/// paper's configuration.
+pub struct ReaderPref<M = CPtlTkt, I = IngressEgress> {
+    parts: Parts<M, I>,
+}
+
+impl_raw_rwlock!(ReaderPref {});
+
+impl<M: WriterMutex, I: ReadIndicator> ReaderPref<M, I> {
+    /// Read-locks, arriving at `node`'s indicator slot (reduced modulo the
+    /// slot count) instead of the current node's.
+    #[inline]
+    pub fn lock_shared_on(&self, node: usize) -> ReaderToken {
+        if !self.parts.barrier_down() {
+            self.parts.wait_until(|| self.parts.barrier_down());
+        }
+        let token = self.parts.arrive(node);
+        if self.parts.writer.is_locked() {
+            // Stay arrived: a writer that sees us backs off.
+            self.parts.wait_until(|| !self.parts.writer.is_locked());
+        }
+        token
+    }
+
+    /// Read-locks if no barrier is up and the writer mutex is free.
+    #[inline]
+    pub fn try_lock_shared_on(&self, node: usize) -> Option<ReaderToken> {
+        if !self.parts.barrier_down() {
+            return None;
+        }
+        let token = self.parts.arrive(node);
+        if self.parts.writer.is_locked() {
+            // SAFETY: our own arrival.
+            unsafe { self.parts.depart(token) };
+            return None;
+        }
+        Some(token)
+    }
+
+    /// Write-locks, queueing on `node`'s part of the writer mutex.
+    #[inline]
+    pub fn lock_exclusive_on(&self, node: usize) -> M::Guard {
+        let mut raised = false;
+        loop {
+            let guard = self.parts.writer.lock_on(node);
+            dekker_fence();
+            if self.parts.readers.is_empty() {
+                if raised {
+                    self.parts.lower_barrier();
+                }
+                return guard;
+            }
+            // Readers have priority: give the mutex up and wait for them.
+            // SAFETY: our own acquisition.
+            unsafe { self.parts.release_writer(guard) };
+            let drained = || self.parts.readers.is_empty();
+            if raised {
+                self.parts.wait_until(drained);
+            } else {
+                raised = self.parts.wait_patiently(drained);
+            }
+        }
+    }
+
+    /// Write-locks if the writer mutex is free and no reader is inside.
+    #[inline]
+    pub fn try_lock_exclusive_on(&self, node: usize) -> Option<M::Guard> {
+        let guard = self.parts.writer.try_lock_on(node)?;
+        dekker_fence();
+        if !self.parts.readers.is_empty() {
+            // SAFETY: our own acquisition.
+            unsafe { self.parts.release_writer(guard) };
+            return None;
+        }
+        Some(guard)
+    }
+
+    /// Releases a write acquisition.
+    ///
+    /// # Safety
+    ///
+    /// `guard` must come from an unreleased write acquisition of this lock.
+    #[inline]
+    pub unsafe fn unlock_exclusive_guard(&self, guard: M::Guard) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.parts.release_writer(guard) }
+    }
+
+    /// Turns a write acquisition into a read acquisition.
+    ///
+    /// # Safety
+    ///
+    /// `guard` must come from an unreleased write acquisition of this lock.
+    pub unsafe fn downgrade_guard(&self, guard: M::Guard) -> ReaderToken {
+        let token = self.parts.arrive(crate::nodes::current());
+        // SAFETY: forwarded from the caller.
+        unsafe { self.parts.release_writer(guard) };
+        token
+    }
+
+    fn is_locked_exclusive_now(&self) -> bool {
+        self.parts.writer_only()
+    }
+}

@@ -1,0 +1,490 @@
+//! What the four reader-writer locks share (PPoPP'13 Section 3.5, "RW lock
+//! generalization"): a writer mutex with an `is_locked` query, a read
+//! indicator, a central barrier for impatient waiters, and one parking
+//! place.
+//!
+//! # Waiting
+//!
+//! Every wait of the reader-writer protocols ("while X: Pause" in the
+//! paper's figures) goes through [`Waiters`]: spin, yield, park. A thread
+//! that changes what others wait for (a reader departing, a writer
+//! releasing, a barrier lowered, `WActive` cleared) does so with a SeqCst
+//! read-modify-write and then calls `wake_all`, which costs one load of a
+//! read-mostly line unless somebody parked.
+//!
+//! # Patience
+//!
+//! An RP writer or a WP reader that waits `patience` checks (one spin hint
+//! each, a `yield` every 64) raises the lock's barrier (RBarrier /
+//! WBarrier) and then waits without a limit (spin, yield, park). The paper
+//! used 1000 busy-wait iterations ([`DEFAULT_PATIENCE`]).
+
+use rwlock_core::CachePadded;
+use rwlock_core::sync::{AtomicU32, Ordering, spin_loop, yield_now};
+use rwlock_core::wait::{DefaultWait, Waiters};
+
+use crate::cohort::{Cohort, CohortToken, GlobalLock, LocalLock};
+use crate::indicator::ReadIndicator;
+use crate::ticket::TicketLock;
+
+/// The paper's reader and writer patience: 1000 checks before raising a
+/// barrier.
+pub const DEFAULT_PATIENCE: u32 = 1000;
+
+/// The mutex that orders writers in a reader-writer lock: a cohort lock, or
+/// a plain lock for the DR-MCS control.
+///
+/// # Safety
+///
+/// A mutual exclusion lock with Acquire/Release semantics whose acquisition
+/// includes a SeqCst read-modify-write that makes `is_locked` (SeqCst loads)
+/// true until the release, and whose release is a SeqCst read-modify-write.
+pub unsafe trait WriterMutex: Send + Sync {
+    /// An unlocked mutex (unusable inside a loom model: use
+    /// [`create`](Self::create)).
+    const INIT: Self;
+    /// What an acquisition carries to its release.
+    type Guard;
+    /// An unlocked mutex with `nodes` per-node parts (0: the topology's
+    /// node count); mutexes without per-node parts ignore it.
+    fn create(nodes: usize) -> Self;
+    /// Acquires, queueing on `node`'s part where there is one.
+    fn lock_on(&self, node: usize) -> Self::Guard;
+    /// Acquires if free.
+    fn try_lock_on(&self, node: usize) -> Option<Self::Guard>;
+    /// Releases.
+    ///
+    /// # Safety
+    ///
+    /// `guard` must come from an unreleased acquisition of this mutex.
+    unsafe fn unlock(&self, guard: Self::Guard);
+    /// Held, or requested by a queued writer: a pure read.
+    fn is_locked(&self) -> bool;
+    /// Heap bytes taken once allocated.
+    fn heap_bytes(&self) -> usize;
+}
+
+// SAFETY: a cohort is a mutex; its global lock's acquisition is a SeqCst RMW
+// (`GlobalLock`'s contract), a local hand-off keeps it held, and its release
+// is a SeqCst swap.
+unsafe impl<G: GlobalLock, L: LocalLock> WriterMutex for Cohort<G, L> {
+    #[cfg(not(loom))]
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = Cohort::new();
+    #[cfg(loom)]
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = panic!("loom atomics have no const constructor: use create()");
+
+    type Guard = CohortToken;
+
+    fn create(nodes: usize) -> Self {
+        Cohort::with_config(nodes, crate::cohort::DEFAULT_HANDOFF_BOUND)
+    }
+    #[inline]
+    fn lock_on(&self, node: usize) -> CohortToken {
+        Cohort::lock_on(self, node)
+    }
+    #[inline]
+    fn try_lock_on(&self, node: usize) -> Option<CohortToken> {
+        Cohort::try_lock_on(self, node)
+    }
+    #[inline]
+    unsafe fn unlock(&self, guard: CohortToken) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.unlock_token(guard) }
+    }
+    #[inline]
+    fn is_locked(&self) -> bool {
+        Cohort::is_locked(self)
+    }
+    fn heap_bytes(&self) -> usize {
+        Cohort::heap_bytes(self)
+    }
+}
+
+/// A ticket lock's acquisition: its ticket.
+#[derive(Debug)]
+pub struct Ticket(u32);
+
+// SAFETY: a ticket lock: SeqCst `fetch_add` to acquire, SeqCst swap to release.
+unsafe impl WriterMutex for TicketLock {
+    #[cfg(not(loom))]
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = TicketLock::new();
+    #[cfg(loom)]
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = panic!("loom atomics have no const constructor: use create()");
+
+    type Guard = Ticket;
+
+    fn create(_nodes: usize) -> Self {
+        TicketLock::new()
+    }
+    #[inline]
+    fn lock_on(&self, _node: usize) -> Ticket {
+        Ticket(self.acquire())
+    }
+    #[inline]
+    fn try_lock_on(&self, _node: usize) -> Option<Ticket> {
+        self.try_acquire().map(Ticket)
+    }
+    #[inline]
+    unsafe fn unlock(&self, guard: Ticket) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.release(guard.0) }
+    }
+    #[inline]
+    fn is_locked(&self) -> bool {
+        TicketLock::is_locked(self)
+    }
+    fn heap_bytes(&self) -> usize {
+        0
+    }
+}
+
+/// What a read acquisition carries to its release: the read-indicator slot
+/// it arrived at (its node when it arrived), so that it departs from there
+/// even if the thread migrated.
+///
+/// `Send`: departing is an atomic update any thread may make.
+#[derive(Debug)]
+pub struct ReaderToken {
+    slot: usize,
+}
+
+impl ReaderToken {
+    /// The read-indicator slot this reader arrived at.
+    pub fn slot(&self) -> usize {
+        self.slot
+    }
+}
+
+/// The central barrier and the parking place, on one read-mostly line.
+#[derive(Debug)]
+struct Gate {
+    /// RBarrier (reader-preference locks) or WBarrier (writer preference):
+    /// how many impatient waiters hold the other side back.
+    barrier: AtomicU32,
+    waiters: Waiters,
+}
+
+/// The parts every reader-writer lock of this crate is made of.
+#[derive(Debug)]
+pub(crate) struct Parts<M, I> {
+    pub(crate) writer: M,
+    pub(crate) readers: I,
+    gate: CachePadded<Gate>,
+    patience: u32,
+}
+
+impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
+    rwlock_core::loom_const_fn! {
+        pub(crate) fn new(writer: M, readers: I, patience: u32) -> Self {
+            Parts {
+                writer,
+                readers,
+                gate: CachePadded::new(Gate {
+                    barrier: AtomicU32::new(0),
+                    waiters: Waiters::new(),
+                }),
+                patience,
+            }
+        }
+    }
+
+    /// Parts for `nodes` nodes (0: the topology's) and the default patience.
+    pub(crate) fn create(nodes: usize) -> Self {
+        Self::new(M::create(nodes), I::with_nodes(nodes), DEFAULT_PATIENCE)
+    }
+
+    pub(crate) fn patience(&self) -> u32 {
+        self.patience
+    }
+
+    /// Arrives at the read indicator. The caller then checks the writer
+    /// side: the reader's half of a Dekker pair.
+    #[inline]
+    pub(crate) fn arrive(&self, node: usize) -> ReaderToken {
+        let slot = self.readers.arrive(node);
+        dekker_fence();
+        ReaderToken { slot }
+    }
+
+    /// Departs from the slot `token` arrived at and wakes parked writers.
+    ///
+    /// # Safety
+    ///
+    /// `token` must be an arrival at this lock not yet departed.
+    #[inline]
+    pub(crate) unsafe fn depart(&self, token: ReaderToken) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.readers.depart(token.slot) };
+        // The departure was a SeqCst RMW (ReadIndicator's contract).
+        self.gate.waiters.wake_all();
+    }
+
+    /// Releases the writer mutex and wakes threads parked on this lock.
+    ///
+    /// # Safety
+    ///
+    /// `guard` must be an unreleased acquisition of `writer`.
+    #[inline]
+    pub(crate) unsafe fn release_writer(&self, guard: M::Guard) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.writer.unlock(guard) };
+        // The release was a SeqCst RMW (WriterMutex's contract).
+        self.gate.waiters.wake_all();
+    }
+
+    /// Wakes threads parked on this lock after a SeqCst RMW the caller made.
+    #[inline]
+    pub(crate) fn wake(&self) {
+        self.gate.waiters.wake_all();
+    }
+
+    /// Waits (spin, yield, park) until `ready()`.
+    #[inline]
+    pub(crate) fn wait_until(&self, ready: impl FnMut() -> bool) {
+        self.gate.waiters.wait_until::<DefaultWait>(ready);
+    }
+
+    /// Waits until `ready()`, raising the barrier once `patience` checks
+    /// have failed; returns whether it raised it (the caller lowers it).
+    pub(crate) fn wait_patiently(&self, mut ready: impl FnMut() -> bool) -> bool {
+        let mut checks = 0u32;
+        while checks < self.patience {
+            if ready() {
+                return false;
+            }
+            checks += 1;
+            spin_loop();
+            if checks.is_multiple_of(64) {
+                // More threads than cores is normal: let the thread we wait
+                // for run.
+                yield_now();
+            }
+        }
+        if ready() {
+            return false;
+        }
+        self.raise_barrier();
+        self.wait_until(ready);
+        true
+    }
+
+    /// Whether no impatient waiter holds the barrier up.
+    #[inline]
+    pub(crate) fn barrier_down(&self) -> bool {
+        // SeqCst: ordered with the impatient waiter's SeqCst increment, so a
+        // thread that checks after the increment in the SeqCst order holds
+        // back.
+        self.gate.barrier.load(Ordering::SeqCst) == 0
+    }
+
+    fn raise_barrier(&self) {
+        // SeqCst RMW: see `barrier_down`.
+        self.gate.barrier.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Lowers a barrier this thread raised, and wakes those it held back.
+    pub(crate) fn lower_barrier(&self) {
+        // SeqCst RMW: the parking protocol's state change.
+        let before = self.gate.barrier.fetch_sub(1, Ordering::SeqCst);
+        debug_assert!(before > 0);
+        self.gate.waiters.wake_all();
+    }
+
+    /// Writer mutex held (or requested) and no reader inside: a pure read.
+    pub(crate) fn writer_only(&self) -> bool {
+        self.writer.is_locked() && self.readers.is_empty()
+    }
+
+    /// Anybody holds or requested the lock: a pure read.
+    pub(crate) fn is_locked(&self) -> bool {
+        self.writer.is_locked() || !self.readers.is_empty()
+    }
+
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.writer.heap_bytes() + self.readers.heap_bytes()
+    }
+}
+
+/// Store-load ordering between "publish myself" and "look at the other
+/// side". The real build gets it from the SeqCst read-modify-write and the
+/// SeqCst loads around this point (C++20: both in the single SeqCst order);
+/// loom models SeqCst loads as Acquire, so a model needs the explicit fence.
+#[inline(always)]
+pub(crate) fn dekker_fence() {
+    #[cfg(loom)]
+    rwlock_core::sync::fence(Ordering::SeqCst);
+}
+
+/// Implements `lock_api::RawRwLock` and `RawRwLockDowngrade` for a lock of
+/// this crate from its inherent `*_on` methods.
+macro_rules! impl_raw_rwlock {
+    ($name:ident { $($field:ident: $init:expr),* }) => {
+        impl<M: $crate::rw::WriterMutex, I: $crate::indicator::ReadIndicator> $name<M, I> {
+            /// An unlocked lock: the writer mutex's and the read indicator's
+            /// defaults (per-node parts for every node of the global
+            /// topology, allocated on first use) and the paper's patience.
+            #[cfg(not(loom))]
+            pub const fn new() -> Self {
+                Self::from_parts(M::INIT, I::INIT, $crate::rw::DEFAULT_PATIENCE)
+            }
+
+            /// An unlocked lock (loom build: not `const`).
+            #[cfg(loom)]
+            pub fn new() -> Self {
+                Self::with_nodes(0)
+            }
+
+            /// An unlocked lock with `nodes` per-node parts (0: one per node
+            /// of the global topology); threads of node `k` use part
+            /// `k % nodes`.
+            pub fn with_nodes(nodes: usize) -> Self {
+                let parts = $crate::rw::Parts::create(nodes);
+                $name { parts, $($field: $init),* }
+            }
+
+            rwlock_core::loom_const_fn! {
+                /// A lock from its parts: any writer mutex (a cohort with
+                /// another hand-off bound, a ticket lock), any read
+                /// indicator, and the patience in checks before a barrier
+                /// goes up (0: at once).
+                pub fn from_parts(writer: M, readers: I, patience: u32) -> Self {
+                    $name {
+                        parts: $crate::rw::Parts::new(writer, readers, patience),
+                        $($field: $init),*
+                    }
+                }
+            }
+
+            /// The writer mutex's part of a write acquisition.
+            pub fn writer(&self) -> &M {
+                &self.parts.writer
+            }
+
+            /// The read indicator.
+            pub fn readers(&self) -> &I {
+                &self.parts.readers
+            }
+
+            /// Bytes on the heap once the per-node parts are allocated
+            /// (plus `size_of::<Self>()` inline).
+            pub fn heap_bytes(&self) -> usize {
+                self.parts.heap_bytes()
+            }
+
+            /// The patience (checks before raising a barrier).
+            pub fn patience(&self) -> u32 {
+                self.parts.patience()
+            }
+
+            /// Releases a read acquisition.
+            ///
+            /// # Safety
+            ///
+            /// `token` must come from an unreleased read acquisition of
+            /// this lock.
+            #[inline]
+            pub unsafe fn unlock_shared_token(&self, token: $crate::rw::ReaderToken) {
+                // SAFETY: forwarded from the caller.
+                unsafe { self.parts.depart(token) }
+            }
+        }
+
+        #[cfg(not(loom))]
+        impl<M: $crate::rw::WriterMutex, I: $crate::indicator::ReadIndicator> Default
+            for $name<M, I>
+        {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
+        // SAFETY: the protocol in the module docs: no writer beside anybody
+        // (checked by the stress tests and the loom models).
+        unsafe impl<M: $crate::rw::WriterMutex, I: $crate::indicator::ReadIndicator>
+            lock_api::RawRwLock for $name<M, I>
+        {
+            #[cfg(not(loom))]
+            #[allow(clippy::declare_interior_mutable_const)]
+            const INIT: Self = Self::new();
+            #[cfg(loom)]
+            #[allow(clippy::declare_interior_mutable_const)]
+            const INIT: Self =
+                panic!("loom atomics have no const constructor: use with_nodes()");
+
+            type SharedGuard = $crate::rw::ReaderToken;
+            type ExclusiveGuard = M::Guard;
+
+            #[inline]
+            fn lock_shared(&self) -> Self::SharedGuard {
+                self.lock_shared_on($crate::nodes::current())
+            }
+
+            #[inline]
+            fn try_lock_shared(&self) -> Option<Self::SharedGuard> {
+                self.try_lock_shared_on($crate::nodes::current())
+            }
+
+            #[inline]
+            unsafe fn unlock_shared(&self, guard: Self::SharedGuard) {
+                // SAFETY: forwarded from the caller.
+                unsafe { self.parts.depart(guard) }
+            }
+
+            #[inline]
+            fn lock_exclusive(&self) -> Self::ExclusiveGuard {
+                self.lock_exclusive_on($crate::nodes::current())
+            }
+
+            #[inline]
+            fn try_lock_exclusive(&self) -> Option<Self::ExclusiveGuard> {
+                self.try_lock_exclusive_on($crate::nodes::current())
+            }
+
+            #[inline]
+            unsafe fn unlock_exclusive(&self, guard: Self::ExclusiveGuard) {
+                // SAFETY: forwarded from the caller.
+                unsafe { self.unlock_exclusive_guard(guard) }
+            }
+
+            #[inline]
+            fn is_locked(&self) -> bool {
+                self.parts.is_locked()
+            }
+
+            #[inline]
+            fn is_locked_exclusive(&self) -> bool {
+                self.is_locked_exclusive_now()
+            }
+        }
+
+        // SAFETY: `downgrade_guard` arrives as a reader before it releases
+        // the writer mutex, so no writer can slip in between.
+        unsafe impl<M: $crate::rw::WriterMutex, I: $crate::indicator::ReadIndicator>
+            lock_api::RawRwLockDowngrade for $name<M, I>
+        {
+            #[inline]
+            unsafe fn downgrade(&self, guard: Self::ExclusiveGuard) -> Self::SharedGuard {
+                // SAFETY: forwarded from the caller.
+                unsafe { self.downgrade_guard(guard) }
+            }
+        }
+
+        impl<M, I> core::fmt::Debug for $name<M, I>
+        where
+            M: $crate::rw::WriterMutex + core::fmt::Debug,
+            I: $crate::indicator::ReadIndicator + core::fmt::Debug,
+        {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                f.debug_struct(stringify!($name))
+                    .field("parts", &self.parts)
+                    .finish_non_exhaustive()
+            }
+        }
+    };
+}
+
+pub(crate) use impl_raw_rwlock;

@@ -1,0 +1,135 @@
+//! The classic ticket lock (Mellor-Crummey & Scott, 1991): the cohort's
+//! per-node local lock, a thread-oblivious global lock, and DR-MCS's writer
+//! lock.
+//!
+//! # Protocol
+//!
+//! Two counters: `next` (tickets handed out) and `grant` (the ticket now
+//! served). An acquirer takes `t = next++` and waits until `grant == t`; the
+//! owner releases with `grant = t + 1`. Service is FIFO.
+//!
+//! - **Cohort detection** (PPoPP'13 Section 3.1): the owner holds ticket
+//!   `grant`, so somebody waits behind it exactly when `next - grant > 1`.
+//!   Tickets are never abandoned (there is no timed acquire), so a waiter
+//!   seen this way will take the lock: a hand-off to it cannot strand.
+//! - **Thread-obliviousness**: the release only needs the ticket, which
+//!   travels as a token; any thread may release.
+//! - `is_locked` is `next != grant`: a pure read. It counts a queued waiter
+//!   as "locked", which is what a writer-preference reader wants to see.
+//!
+//! Waiting goes through [`Waiters`]: spin briefly, yield, then park. The
+//! release is therefore a SeqCst read-modify-write followed by
+//! [`Waiters::wake_all`] (the waker's half of the parking protocol). All of
+//! a node's waiters wake at a release and all but one go back to sleep; that
+//! only happens once waiters have parked, i.e. under oversubscription.
+
+use rwlock_core::sync::{AtomicU32, Ordering};
+use rwlock_core::wait::{DefaultWait, Waiters};
+
+/// A FIFO ticket lock; see the [module docs](self).
+///
+/// 12 bytes: both counters and the waiter count share one cache line (a
+/// local lock is only touched by the threads of one node).
+#[derive(Debug, Default)]
+pub struct TicketLock {
+    next: AtomicU32,
+    grant: AtomicU32,
+    waiters: Waiters,
+}
+
+impl TicketLock {
+    rwlock_core::loom_const_fn! {
+        /// An unlocked ticket lock.
+        pub fn new() -> Self {
+            TicketLock {
+                next: AtomicU32::new(0),
+                grant: AtomicU32::new(0),
+                waiters: Waiters::new(),
+            }
+        }
+    }
+
+    /// Takes a ticket and waits for it; returns the ticket (the token the
+    /// release needs).
+    #[inline]
+    pub fn acquire(&self) -> u32 {
+        // SeqCst: the RMW that makes the lock visibly held. As DR-MCS's
+        // writer lock it is the writer's half of the Dekker pair with a
+        // reader's arrival (the writer scans the readers after it; the reader
+        // checks `is_locked` after arriving), which needs the single SeqCst
+        // order.
+        let t = self.next.fetch_add(1, Ordering::SeqCst);
+        // Acquire: pairs with the Release half of the previous owner's
+        // SeqCst `fetch_add` of `grant`.
+        if self.grant.load(Ordering::Acquire) != t {
+            self.wait_for(t);
+        }
+        t
+    }
+
+    #[cold]
+    fn wait_for(&self, t: u32) {
+        // Acquire: as in `acquire`.
+        self.waiters
+            .wait_until::<DefaultWait>(|| self.grant.load(Ordering::Acquire) == t);
+    }
+
+    /// Takes the lock if it is free; returns the ticket.
+    #[inline]
+    pub fn try_acquire(&self) -> Option<u32> {
+        // Relaxed: a guess, validated by the CAS below.
+        let n = self.next.load(Ordering::Relaxed);
+        // Acquire: pairs with the previous owner's release of ticket `n - 1`
+        // (the CAS below proves nobody took ticket `n` in between).
+        if self.grant.load(Ordering::Acquire) != n {
+            return None;
+        }
+        // SeqCst: as the `fetch_add` in `acquire`.
+        self.next
+            .compare_exchange(n, n.wrapping_add(1), Ordering::SeqCst, Ordering::Relaxed)
+            .ok()
+    }
+
+    /// Whether a thread has taken a ticket behind the owner. Called by the
+    /// owner only; never reports a waiter that does not exist.
+    #[inline]
+    pub fn has_waiters(&self) -> bool {
+        // Relaxed: a hint. `next` only grows and tickets are never abandoned,
+        // so a ticket seen here belongs to a thread that will take the lock;
+        // a ticket missed here only costs a hand-off (the owner releases the
+        // global lock instead).
+        let next = self.next.load(Ordering::Relaxed);
+        // Relaxed: only the owner (us) writes `grant` while we hold the lock.
+        let grant = self.grant.load(Ordering::Relaxed);
+        next.wrapping_sub(grant) > 1
+    }
+
+    /// Serves ticket `t + 1`.
+    ///
+    /// # Safety
+    ///
+    /// The lock must be held with ticket `t` (by any thread: the lock is
+    /// thread-oblivious).
+    #[inline]
+    pub unsafe fn release(&self, t: u32) {
+        debug_assert_eq!(
+            self.grant.load(Ordering::Relaxed),
+            t,
+            "TicketLock::release: ticket {t} is not the one being served"
+        );
+        // SeqCst RMW: Release publishes the critical section to the next
+        // owner (pairs with its Acquire load of `grant`), and the parking
+        // protocol needs the state change to be a SeqCst RMW before
+        // `wake_all` reads the waiter count.
+        self.grant.swap(t.wrapping_add(1), Ordering::SeqCst);
+        self.waiters.wake_all();
+    }
+
+    /// Whether the lock is held or a ticket is queued: a pure read.
+    #[inline]
+    pub fn is_locked(&self) -> bool {
+        // SeqCst loads: the reader's half of the Dekker pair described in
+        // `acquire` (after its SeqCst arrival).
+        self.next.load(Ordering::SeqCst) != self.grant.load(Ordering::SeqCst)
+    }
+}

@@ -1,0 +1,163 @@
+//! C-RW-WP: the writer-preference cohort reader-writer lock (PPoPP'13
+//! Section 3.4, Figure 5), and with a ticket lock for writers, the paper's
+//! DR-MCS control.
+//!
+//! # Protocol
+//!
+//! ```text
+//! reader:                                   writer:
+//!   start: arrive at ReadIndr               while WBarrier != 0: wait
+//!   if writer mutex is locked:              acquire writer mutex
+//!     depart                                while ReadIndr not empty: wait
+//!     wait until it is not locked,          <write critical section>
+//!       raising WBarrier once out of        release writer mutex
+//!       patience
+//!     goto start
+//!   lower WBarrier if raised
+//!   <read critical section>
+//!   depart
+//! ```
+//!
+//! Readers and writers meet as in Dekker's idiom: the reader publishes its
+//! arrival (a SeqCst RMW) and then checks the writer mutex (SeqCst loads);
+//! the writer takes the mutex (a SeqCst RMW) and then scans the indicator
+//! (SeqCst loads). In the single SeqCst order one of the two comes first,
+//! and the other sees it: either the writer waits for the reader, or the
+//! reader backs off. A writer that holds the mutex only waits for readers
+//! that arrived before it, and readers that meet a writer depart, so the
+//! writer cannot be starved by a stream of readers: writer preference.
+//!
+//! # Anti-starvation
+//!
+//! A reader that meets writers for longer than its patience (default 1000
+//! checks) raises WBarrier, which stops *new* writers before the writer
+//! mutex; writers already queued finish, the mutex falls free, the reader
+//! gets in and lowers the barrier. A continuous stream of writers therefore
+//! cannot hold a reader off forever (`tests/starvation.rs`).
+//!
+//! The guard of a read carries the indicator slot it arrived at; the guard
+//! of a write carries the writer mutex's token (for a cohort, its node).
+
+use crate::CPtlTkt;
+use crate::indicator::{IngressEgress, ReadIndicator};
+use crate::rw::{Parts, ReaderToken, WriterMutex, dekker_fence, impl_raw_rwlock};
+
+/// The writer-preference lock over writer mutex `M` and read indicator `I`;
+/// see the [module docs](self). [`CRwWp`](crate::CRwWp) is the paper's
+/// configuration.
+pub struct WriterPref<M = CPtlTkt, I = IngressEgress> {
+    parts: Parts<M, I>,
+}
+
+impl_raw_rwlock!(WriterPref {});
+
+impl<M: WriterMutex, I: ReadIndicator> WriterPref<M, I> {
+    /// Read-locks, arriving at `node`'s indicator slot (reduced modulo the
+    /// slot count) instead of the current node's. For tests, and for
+    /// callers that know their node.
+    #[inline]
+    pub fn lock_shared_on(&self, node: usize) -> ReaderToken {
+        let token = self.parts.arrive(node);
+        if !self.parts.writer.is_locked() {
+            return token;
+        }
+        self.lock_shared_slow(node, token)
+    }
+
+    #[cold]
+    fn lock_shared_slow(&self, node: usize, mut token: ReaderToken) -> ReaderToken {
+        let mut raised = false;
+        loop {
+            // A writer holds or requested the mutex: back off (Fig. 5
+            // line 6) so that it can drain the readers.
+            // SAFETY: our own arrival.
+            unsafe { self.parts.depart(token) };
+            let writer_gone = || !self.parts.writer.is_locked();
+            if raised {
+                self.parts.wait_until(writer_gone);
+            } else {
+                raised = self.parts.wait_patiently(writer_gone);
+            }
+            token = self.parts.arrive(node);
+            if !self.parts.writer.is_locked() {
+                if raised {
+                    self.parts.lower_barrier();
+                }
+                return token;
+            }
+        }
+    }
+
+    /// Read-locks if no writer holds or requested the writer mutex.
+    #[inline]
+    pub fn try_lock_shared_on(&self, node: usize) -> Option<ReaderToken> {
+        let token = self.parts.arrive(node);
+        if self.parts.writer.is_locked() {
+            // SAFETY: our own arrival.
+            unsafe { self.parts.depart(token) };
+            return None;
+        }
+        Some(token)
+    }
+
+    /// Write-locks, queueing on `node`'s part of the writer mutex.
+    #[inline]
+    pub fn lock_exclusive_on(&self, node: usize) -> M::Guard {
+        if !self.parts.barrier_down() {
+            // Impatient readers hold writers back (Fig. 5 lines 18-19).
+            self.parts.wait_until(|| self.parts.barrier_down());
+        }
+        let guard = self.parts.writer.lock_on(node);
+        dekker_fence();
+        if !self.parts.readers.is_empty() {
+            // Readers that arrived before us drain; later ones back off.
+            self.parts.wait_until(|| self.parts.readers.is_empty());
+        }
+        guard
+    }
+
+    /// Write-locks if no barrier is up, the writer mutex is free and no
+    /// reader is inside.
+    #[inline]
+    pub fn try_lock_exclusive_on(&self, node: usize) -> Option<M::Guard> {
+        if !self.parts.barrier_down() {
+            return None;
+        }
+        let guard = self.parts.writer.try_lock_on(node)?;
+        dekker_fence();
+        if !self.parts.readers.is_empty() {
+            // SAFETY: our own acquisition.
+            unsafe { self.parts.release_writer(guard) };
+            return None;
+        }
+        Some(guard)
+    }
+
+    /// Releases a write acquisition.
+    ///
+    /// # Safety
+    ///
+    /// `guard` must come from an unreleased write acquisition of this lock.
+    #[inline]
+    pub unsafe fn unlock_exclusive_guard(&self, guard: M::Guard) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.parts.release_writer(guard) }
+    }
+
+    /// Turns a write acquisition into a read acquisition: arrive, then
+    /// release the writer mutex (no writer can enter in between).
+    ///
+    /// # Safety
+    ///
+    /// `guard` must come from an unreleased write acquisition of this lock.
+    pub unsafe fn downgrade_guard(&self, guard: M::Guard) -> ReaderToken {
+        let token = self.parts.arrive(crate::nodes::current());
+        // SAFETY: forwarded from the caller.
+        unsafe { self.parts.release_writer(guard) };
+        token
+    }
+
+    fn is_locked_exclusive_now(&self) -> bool {
+        self.parts.writer_only()
+    }
+}

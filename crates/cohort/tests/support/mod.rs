@@ -1,0 +1,222 @@
+//! What the cohort integration tests share: every variant of the crate,
+//! and a wrapper that pins each harness thread and gives it a node.
+#![allow(dead_code)]
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use cohort::{
+    CRwNp, CRwRp, CRwRpOpt, CRwWp, Central, Cohort, DrTicket, NeutralPref, PerNode, ReaderPref,
+    ReaderPrefOpt, ReaderToken, TicketLock, WriterMutex, WriterPref,
+};
+use lock_api::{RawRwLock, RawRwLockDowngrade};
+
+/// The `*_on` methods every lock of the crate has.
+pub trait OnNode: RawRwLock<SharedGuard = ReaderToken> + RawRwLockDowngrade + Sync {
+    fn make(nodes: usize) -> Self;
+    fn shared_on(&self, node: usize) -> ReaderToken;
+    fn exclusive_on(&self, node: usize) -> Self::ExclusiveGuard;
+}
+
+macro_rules! on_node {
+    ($($t:ident),*) => {$(
+        impl<M: WriterMutex, I: cohort::ReadIndicator> OnNode for $t<M, I> {
+            fn make(nodes: usize) -> Self {
+                $t::with_nodes(nodes)
+            }
+            fn shared_on(&self, node: usize) -> ReaderToken {
+                self.lock_shared_on(node)
+            }
+            fn exclusive_on(&self, node: usize) -> Self::ExclusiveGuard {
+                self.lock_exclusive_on(node)
+            }
+        }
+    )*};
+}
+on_node!(NeutralPref, ReaderPref, ReaderPrefOpt, WriterPref);
+
+/// Calls `$body` once per variant with `$t` bound to the type and `$name`
+/// to its name.
+#[macro_export]
+macro_rules! for_every_variant {
+    (|$name:ident, $t:ident| $body:block) => {{
+        macro_rules! one {
+            ($n:expr, $ty:ty) => {{
+                type $t = $ty;
+                let $name: &str = $n;
+                $body
+            }};
+        }
+        one!("C-RW-NP", cohort::CRwNp);
+        one!("C-RW-RP", cohort::CRwRp);
+        one!("C-RW-RP-opt", cohort::CRwRpOpt);
+        one!("C-RW-WP", cohort::CRwWp);
+        one!("DR-ticket", cohort::DrTicket);
+        one!("C-RW-WP/per-node", cohort::WriterPref<cohort::CPtlTkt, cohort::PerNode>);
+        one!("C-RW-WP/central", cohort::WriterPref<cohort::CPtlTkt, cohort::Central>);
+        one!("C-RW-RP-opt/per-node", cohort::ReaderPrefOpt<cohort::CPtlTkt, cohort::PerNode>);
+        one!(
+            "C-RW-WP/ticket-global",
+            cohort::WriterPref<cohort::Cohort<cohort::TicketLock, cohort::TicketLock>>
+        );
+    }};
+}
+
+// Keep the imports used in every test binary.
+pub type _Used = (
+    CRwNp,
+    CRwRp,
+    CRwRpOpt,
+    CRwWp,
+    DrTicket,
+    Central,
+    PerNode,
+    Cohort<TicketLock, TicketLock>,
+);
+
+/// Pins the calling thread to `cpu` (modulo the CPUs it may use).
+pub fn pin_to(cpu: usize) {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes inside it;
+    // sched_setaffinity(0, ...) only affects the calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu % cpus, &mut set);
+        let rc = libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        assert_eq!(
+            rc,
+            0,
+            "sched_setaffinity: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    rwlock_core::topology::refresh_current_cpu();
+}
+
+static NEXT_THREAD: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// This thread's (node, cpu) once assigned.
+    static PLACE: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+/// The calling thread's number among the threads that used a wrapper:
+/// assigned on first use, when the thread is also pinned to CPU `n`.
+pub fn thread_number() -> usize {
+    PLACE.with(|p| match p.get() {
+        Some(n) => n,
+        None => {
+            let n = NEXT_THREAD.fetch_add(1, Ordering::Relaxed);
+            pin_to(n);
+            p.set(Some(n));
+            n
+        }
+    })
+}
+
+/// Pins each thread that uses it (thread `n` to CPU `n`), then locks
+/// through the real topology: `current_node()` decides the node.
+pub struct Pinned<L>(pub L);
+
+/// Pins each thread that uses it (thread `n` to CPU `n`) and sends it to
+/// node `n % nodes` through the `*_on` methods: more active nodes than
+/// the machine has CPUs.
+pub struct Spread<L> {
+    pub lock: L,
+    pub nodes: usize,
+}
+
+// SAFETY: forwards to the inner lock.
+unsafe impl<L: RawRwLock> RawRwLock for Pinned<L> {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = Pinned(L::INIT);
+    type SharedGuard = L::SharedGuard;
+    type ExclusiveGuard = L::ExclusiveGuard;
+    fn lock_shared(&self) -> Self::SharedGuard {
+        thread_number();
+        self.0.lock_shared()
+    }
+    fn try_lock_shared(&self) -> Option<Self::SharedGuard> {
+        thread_number();
+        self.0.try_lock_shared()
+    }
+    unsafe fn unlock_shared(&self, g: Self::SharedGuard) {
+        // SAFETY: forwarded.
+        unsafe { self.0.unlock_shared(g) }
+    }
+    fn lock_exclusive(&self) -> Self::ExclusiveGuard {
+        thread_number();
+        self.0.lock_exclusive()
+    }
+    fn try_lock_exclusive(&self) -> Option<Self::ExclusiveGuard> {
+        thread_number();
+        self.0.try_lock_exclusive()
+    }
+    unsafe fn unlock_exclusive(&self, g: Self::ExclusiveGuard) {
+        // SAFETY: forwarded.
+        unsafe { self.0.unlock_exclusive(g) }
+    }
+    fn is_locked(&self) -> bool {
+        self.0.is_locked()
+    }
+    fn is_locked_exclusive(&self) -> bool {
+        self.0.is_locked_exclusive()
+    }
+}
+
+// SAFETY: forwards to the inner lock.
+unsafe impl<L: RawRwLockDowngrade> RawRwLockDowngrade for Pinned<L> {
+    unsafe fn downgrade(&self, g: Self::ExclusiveGuard) -> Self::SharedGuard {
+        // SAFETY: forwarded.
+        unsafe { self.0.downgrade(g) }
+    }
+}
+
+// SAFETY: forwards to the inner lock; the blocking paths choose the node.
+unsafe impl<L: OnNode> RawRwLock for Spread<L> {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = Spread {
+        lock: L::INIT,
+        nodes: 1,
+    };
+    type SharedGuard = L::SharedGuard;
+    type ExclusiveGuard = L::ExclusiveGuard;
+    fn lock_shared(&self) -> Self::SharedGuard {
+        let n = thread_number();
+        self.lock.shared_on(n % self.nodes)
+    }
+    fn try_lock_shared(&self) -> Option<Self::SharedGuard> {
+        thread_number();
+        self.lock.try_lock_shared()
+    }
+    unsafe fn unlock_shared(&self, g: Self::SharedGuard) {
+        // SAFETY: forwarded.
+        unsafe { self.lock.unlock_shared(g) }
+    }
+    fn lock_exclusive(&self) -> Self::ExclusiveGuard {
+        let n = thread_number();
+        self.lock.exclusive_on(n % self.nodes)
+    }
+    fn try_lock_exclusive(&self) -> Option<Self::ExclusiveGuard> {
+        thread_number();
+        self.lock.try_lock_exclusive()
+    }
+    unsafe fn unlock_exclusive(&self, g: Self::ExclusiveGuard) {
+        // SAFETY: forwarded.
+        unsafe { self.lock.unlock_exclusive(g) }
+    }
+    fn is_locked(&self) -> bool {
+        self.lock.is_locked()
+    }
+    fn is_locked_exclusive(&self) -> bool {
+        self.lock.is_locked_exclusive()
+    }
+}
+
+// SAFETY: forwards to the inner lock.
+unsafe impl<L: OnNode> RawRwLockDowngrade for Spread<L> {
+    unsafe fn downgrade(&self, g: Self::ExclusiveGuard) -> Self::SharedGuard {
+        // SAFETY: forwarded.
+        unsafe { self.lock.downgrade(g) }
+    }
+}
