@@ -22,6 +22,13 @@ fn guards_are_send_where_unlocking_elsewhere_is_correct() {
     // pthread's are not (see the compile_fail doc-test in rwlock_core::pthread).
     assert_sync::<RwLock<PthreadRwLock, u8>>();
     assert_sync::<RwLock<BrLock, u8>>();
+    // Cohort locks: a reader's indicator slot, a writer's cohort node and a
+    // ticket may all be released from another thread.
+    assert_send::<lock_api::RwLockReadGuard<'static, cohort::CRwWp, u8>>();
+    assert_send::<lock_api::RwLockWriteGuard<'static, cohort::CRwWp, u8>>();
+    assert_send::<lock_api::RwLockWriteGuard<'static, cohort::DrTicket, u8>>();
+    assert_send::<lock_api::MutexGuard<'static, cohort::CPtlTkt, u8>>();
+    assert_sync::<cohort::RwLock<u8>>();
 }
 
 #[test]
@@ -40,12 +47,22 @@ fn read_guard_released_on_another_thread() {
     check(&RwLock::<PfTicket, u32>::new(0));
     check(&RwLock::<PfQueue, u32>::new(0));
     check(&RwLock::<BrLock, u32>::new(0));
+    check(&RwLock::<cohort::CRwWp, u32>::new(0));
+    check(&RwLock::<cohort::CRwRpOpt, u32>::new(0));
+    check(&RwLock::<cohort::CRwNp, u32>::new(0));
+    check(&RwLock::<bravo::Bravo<cohort::CRwWp>, u32>::new(0));
 }
 
 static COUNTER_T: RwLock<PfTicket, u64> = RwLock::new(0);
 static COUNTER_Q: RwLock<PfQueue, u64> = RwLock::new(0);
 static COUNTER_B: RwLock<BrLock, u64> = RwLock::new(0);
 static COUNTER_P: RwLock<PthreadRwLock, u64> = RwLock::new(0);
+static COUNTER_WP: RwLock<cohort::CRwWp, u64> = RwLock::new(0);
+static COUNTER_RP_OPT: RwLock<cohort::CRwRpOpt, u64> = RwLock::new(0);
+static COUNTER_RP: RwLock<cohort::CRwRp, u64> = RwLock::new(0);
+static COUNTER_NP: RwLock<cohort::CRwNp, u64> = RwLock::new(0);
+static COUNTER_DR: RwLock<cohort::DrTicket, u64> = RwLock::new(0);
+static COUNTER_BRAVO_WP: RwLock<bravo::Bravo<cohort::CRwWp>, u64> = RwLock::new(0);
 
 /// 64 threads on however few cores: every lock must make progress by
 /// yielding and parking, never by spinning out its time slices (a lock that
@@ -83,6 +100,31 @@ fn sixty_four_threads_through_statics() {
 }
 
 #[test]
+fn sixty_four_threads_through_cohort_statics() {
+    oversubscribed(&COUNTER_WP);
+    oversubscribed(&COUNTER_RP_OPT);
+    oversubscribed(&COUNTER_RP);
+    oversubscribed(&COUNTER_NP);
+    oversubscribed(&COUNTER_DR);
+    oversubscribed(&COUNTER_BRAVO_WP);
+}
+
+#[test]
+fn sixty_four_threads_through_the_cohort_mutex() {
+    static M: cohort::Mutex<u64> = cohort::Mutex::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..64 {
+            s.spawn(|| {
+                for _ in 0..500 {
+                    *M.lock() += 1;
+                }
+            });
+        }
+    });
+    assert_eq!(*M.lock(), 64 * 500);
+}
+
+#[test]
 fn a_locked_lock_may_be_moved_and_dropped() {
     // lock_api: "a caller with exclusive ownership of the lock object may move
     // or drop it even while it is locked".
@@ -102,4 +144,8 @@ fn a_locked_lock_may_be_moved_and_dropped() {
     check::<PfQueue>();
     check::<BrLock>();
     check::<PthreadRwLock>();
+    check::<cohort::CRwWp>();
+    check::<cohort::CRwRpOpt>();
+    check::<cohort::CRwNp>();
+    check::<cohort::DrTicket>();
 }

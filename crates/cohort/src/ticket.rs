@@ -17,13 +17,19 @@
 //! - `is_locked` is `next != grant`: a pure read. It counts a queued waiter
 //!   as "locked", which is what a writer-preference reader wants to see.
 //!
-//! Waiting goes through [`Waiters`]: spin briefly, yield, then park. The
-//! release is therefore a SeqCst read-modify-write followed by
-//! [`Waiters::wake_all`] (the waker's half of the parking protocol). All of
-//! a node's waiters wake at a release and all but one go back to sleep; that
-//! only happens once waiters have parked, i.e. under oversubscription.
+//! Waiting goes through [`Waiters`]: spin briefly, yield, then park, but
+//! only while more than one ticket is ahead; the next ticket in line spins
+//! and yields without parking, so that a hand-off never waits for a futex
+//! wake-up (with more threads than cores that would cost a wake-up per
+//! critical section). The release is therefore a SeqCst read-modify-write
+//! followed by [`Waiters::wake_all`] (the waker's half of the parking
+//! protocol). All of a node's parked waiters wake at a release and all but
+//! the new next-in-line go back to sleep; that only happens once waiters
+//! have parked, i.e. under oversubscription.
 
 use rwlock_core::sync::{AtomicU32, Ordering};
+#[cfg(not(loom))]
+use rwlock_core::wait::spin_until;
 use rwlock_core::wait::{DefaultWait, Waiters};
 
 /// A FIFO ticket lock; see the [module docs](self).
@@ -69,7 +75,20 @@ impl TicketLock {
 
     #[cold]
     fn wait_for(&self, t: u32) {
+        // Park while more than one ticket is ahead of ours; once ours is
+        // next, spin and yield but never park: a FIFO hand-off to a sleeping
+        // thread would add a futex wake-up to every critical section once
+        // threads outnumber cores. Relaxed is enough to decide *how* to
+        // wait; the Acquire load below decides *that* we are served.
+        self.waiters
+            .wait_until::<DefaultWait>(|| t.wrapping_sub(self.grant.load(Ordering::Relaxed)) <= 1);
         // Acquire: as in `acquire`.
+        #[cfg(not(loom))]
+        spin_until::<DefaultWait>(|| self.grant.load(Ordering::Acquire) == t);
+        // A model cannot explore unbounded spinning by two threads; there
+        // the successor parks until served (every release wakes it), which
+        // checks the same wake-up protocol. The spin above only polls.
+        #[cfg(loom)]
         self.waiters
             .wait_until::<DefaultWait>(|| self.grant.load(Ordering::Acquire) == t);
     }
