@@ -119,7 +119,7 @@ pub const COHORT_ABLATIONS: &[LockEntry] = &[
         Raw<cohort::WriterPref<cohort::CPtlTkt, cohort::PerNode>>
     ),
     lock!(
-        "c_rw_wp_ticket_global",
+        "c_rw_wp_tkt_tkt",
         "cohort-ablation",
         Raw<cohort::WriterPref<cohort::Cohort<cohort::TicketLock, cohort::TicketLock>>>
     ),

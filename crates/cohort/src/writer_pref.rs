@@ -57,34 +57,40 @@ impl<M: WriterMutex, I: ReadIndicator> WriterPref<M, I> {
     /// callers that know their node.
     #[inline]
     pub fn lock_shared_on(&self, node: usize) -> ReaderToken {
-        let token = self.parts.arrive(node);
+        // Peek first: while a writer is around, arriving only to depart
+        // again would bounce the node's counter line for nothing.
         if !self.parts.writer.is_locked() {
-            return token;
-        }
-        self.lock_shared_slow(node, token)
-    }
-
-    #[cold]
-    fn lock_shared_slow(&self, node: usize, mut token: ReaderToken) -> ReaderToken {
-        let mut raised = false;
-        loop {
+            let token = self.parts.arrive(node);
+            if !self.parts.writer.is_locked() {
+                return token;
+            }
             // A writer holds or requested the mutex: back off (Fig. 5
             // line 6) so that it can drain the readers.
             // SAFETY: our own arrival.
             unsafe { self.parts.depart(token) };
+        }
+        self.lock_shared_slow(node)
+    }
+
+    #[cold]
+    fn lock_shared_slow(&self, node: usize) -> ReaderToken {
+        let mut raised = false;
+        loop {
             let writer_gone = || !self.parts.writer.is_locked();
             if raised {
                 self.parts.wait_until(writer_gone);
             } else {
                 raised = self.parts.wait_patiently(writer_gone);
             }
-            token = self.parts.arrive(node);
+            let token = self.parts.arrive(node);
             if !self.parts.writer.is_locked() {
                 if raised {
                     self.parts.lower_barrier();
                 }
                 return token;
             }
+            // SAFETY: our own arrival.
+            unsafe { self.parts.depart(token) };
         }
     }
 
