@@ -36,8 +36,8 @@
 //!
 //! // Other parts: a per-node counter indicator and a cohort that hands
 //! // the lock to at most 8 local successors in a row.
-//! use cohort::{Cohort, PerNode, WriterPref};
-//! let custom = WriterPref::from_parts(Cohort::with_config(0, 8), PerNode::new(0), 200);
+//! use cohort::{PerNode, WriterPref};
+//! let custom = WriterPref::from_parts(cohort::CPtlTkt::with_config(0, 8), PerNode::new(0), 200);
 //! let l = lock_api::RwLock::from_raw(custom, 5u8);
 //! assert_eq!(*l.read(), 5);
 //! ```
