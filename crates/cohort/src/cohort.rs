@@ -34,7 +34,7 @@
 //! Inline: the global lock plus a pointer, a length and the bound. The
 //! per-node entries (one 128-byte line each) are allocated on first use,
 //! sized by [`Topology::global`](rwlock_core::topology::Topology::global)'s
-//! node count (or the count given to [`Cohort::with_nodes`]); `const INIT`
+//! node count (or the count given to [`Cohort::with_config`]); `const INIT`
 //! allocates nothing. See the crate docs for the table.
 
 use core::fmt;
