@@ -93,9 +93,9 @@ pub unsafe trait LocalLock: Send + Sync {
     /// An unlocked lock.
     fn create() -> Self;
     /// Acquires; returns the token `release` needs.
-    fn acquire(&self) -> u32;
+    fn acquire(&self) -> u64;
     /// Acquires if free.
-    fn try_acquire(&self) -> Option<u32>;
+    fn try_acquire(&self) -> Option<u64>;
     /// Whether another thread waits for the lock (called by the owner).
     fn has_waiters(&self) -> bool;
     /// Releases.
@@ -103,7 +103,7 @@ pub unsafe trait LocalLock: Send + Sync {
     /// # Safety
     ///
     /// The lock must be held with `token`.
-    unsafe fn release(&self, token: u32);
+    unsafe fn release(&self, token: u64);
 }
 
 // SAFETY: a FIFO ticket lock: `acquire` is a SeqCst `fetch_add`, the release a
@@ -152,16 +152,16 @@ unsafe impl GlobalLock for TicketLock {
     }
     #[inline]
     fn acquire(&self) -> u64 {
-        u64::from(TicketLock::acquire(self))
+        TicketLock::acquire(self)
     }
     #[inline]
     fn try_acquire(&self) -> Option<u64> {
-        TicketLock::try_acquire(self).map(u64::from)
+        TicketLock::try_acquire(self)
     }
     #[inline]
     unsafe fn release(&self, token: u64) {
-        // SAFETY: forwarded; the token is a ticket we handed out (a u32).
-        unsafe { TicketLock::release(self, token as u32) }
+        // SAFETY: forwarded from the caller.
+        unsafe { TicketLock::release(self, token) }
     }
     #[inline]
     fn is_locked(&self) -> bool {
@@ -176,11 +176,11 @@ unsafe impl LocalLock for TicketLock {
         TicketLock::new()
     }
     #[inline]
-    fn acquire(&self) -> u32 {
+    fn acquire(&self) -> u64 {
         TicketLock::acquire(self)
     }
     #[inline]
-    fn try_acquire(&self) -> Option<u32> {
+    fn try_acquire(&self) -> Option<u64> {
         TicketLock::try_acquire(self)
     }
     #[inline]
@@ -188,7 +188,7 @@ unsafe impl LocalLock for TicketLock {
         TicketLock::has_waiters(self)
     }
     #[inline]
-    unsafe fn release(&self, token: u32) {
+    unsafe fn release(&self, token: u64) {
         // SAFETY: forwarded from the caller.
         unsafe { TicketLock::release(self, token) }
     }
@@ -199,7 +199,7 @@ unsafe impl LocalLock for TicketLock {
 struct Local<L> {
     lock: L,
     /// The local lock's token of the current owner.
-    ticket: AtomicU32,
+    ticket: AtomicU64,
     /// The global lock was passed along with the local lock.
     passed: AtomicBool,
     /// The global lock's token while this node holds it.
@@ -212,7 +212,7 @@ impl<L: LocalLock> Local<L> {
     fn new() -> Self {
         Local {
             lock: L::create(),
-            ticket: AtomicU32::new(0),
+            ticket: AtomicU64::new(0),
             passed: AtomicBool::new(false),
             token: AtomicU64::new(0),
             handoffs: AtomicU32::new(0),

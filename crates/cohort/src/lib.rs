@@ -71,9 +71,10 @@
 //!   admitted together when the writers are done, which packs readers into
 //!   large concurrent batches. Impatient readers raise WBarrier, so writers
 //!   cannot starve them.
-//! - **C-RW-RP-opt**: when reads must never wait behind queued writers
-//!   (latency of reads matters more than throughput). Writers can still get
-//!   in thanks to RBarrier.
+//! - **C-RW-RP-opt**: when reads should not wait behind queued writers
+//!   (latency of reads matters more than throughput): a read waits only for
+//!   a writer that is actually inside, or for the barrier of a writer that
+//!   ran out of patience. Writers can still get in thanks to RBarrier.
 //! - **C-RW-RP**: only for comparison: writers hand the mutex to each other
 //!   while arrived readers wait for it to fall free ("writer ownership
 //!   circulation"); C-RW-RP-opt fixes that.
@@ -82,6 +83,13 @@
 //!   neither side may overtake the other.
 //! - **DR-MCS** ([`DrTicket`]): when writes are so rare that batching them
 //!   per node buys nothing; its writer lock is a plain ticket lock.
+//!
+//! **Recursive reads** (a thread that holds a read and reads again) can
+//! deadlock with a waiting writer in every variant, as `lock_api` warns for
+//! `read`: under WP and NP the writer holds the mutex and waits for the
+//! first read while the second waits for the writer; under RP and RP-opt an
+//! impatient writer's RBarrier stops the second read. Release before
+//! reading again.
 //!
 //! **The reader-preference pathology** (Section 4.3): with a fixed pool of
 //! threads that each read or write at random, a reader-preference lock

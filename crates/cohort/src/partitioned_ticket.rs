@@ -25,16 +25,16 @@
 //!
 //! Waiting goes through one [`Waiters`] per lock (spin, yield, park) while
 //! an earlier ticket than the holder's successor is ahead; the successor
-//! itself spins and yields without parking, as in
+//! itself yields far longer before it parks, as in
 //! [`TicketLock`](crate::TicketLock). Under a cohort at most one thread per
 //! node waits here at a time, so waking all of them at a release wakes at
 //! most `nodes - 1` threads.
 
 use rwlock_core::CachePadded;
 use rwlock_core::sync::{AtomicU64, Ordering};
-#[cfg(not(loom))]
-use rwlock_core::wait::spin_until;
 use rwlock_core::wait::{DefaultWait, Waiters};
+
+use crate::ticket::NextInLine;
 
 /// Grant slots: one cache line each. Under a cohort at most one waiter per
 /// NUMA node reaches this lock, so 4 slots give every waiter of a 4-node
@@ -108,24 +108,18 @@ impl PartitionedTicket {
         let grant = &self.grants[slot(t)];
         let previous = &self.grants[slot(t.wrapping_sub(1))];
         // Park while ticket `t - 1` is not granted yet; once it is, ours is
-        // next: spin and yield, never park, so that a hand-off does not wait
-        // for a futex wake-up (see `TicketLock`). Slot `t - 1` is not
-        // rewritten before ticket `t` is served. Relaxed decides how to wait;
-        // the Acquire load below decides that we are served.
+        // next: wait with `NextInLine` (a long run of yields before parking,
+        // see `TicketLock`). Slot `t - 1` is not rewritten before ticket `t`
+        // is served. Relaxed decides how to wait; the Acquire load below
+        // decides that we are served. Every release wakes the parked.
         self.request.waiters.wait_until::<DefaultWait>(|| {
             previous.load(Ordering::Relaxed) == t.wrapping_sub(1)
                 || grant.load(Ordering::Relaxed) == t
         });
         // Acquire: as in `acquire`.
-        #[cfg(not(loom))]
-        spin_until::<DefaultWait>(|| grant.load(Ordering::Acquire) == t);
-        // A model cannot explore unbounded spinning by two threads; there
-        // the successor parks until served (every release wakes it), which
-        // checks the same wake-up protocol. The spin above only polls.
-        #[cfg(loom)]
         self.request
             .waiters
-            .wait_until::<DefaultWait>(|| grant.load(Ordering::Acquire) == t);
+            .wait_until::<NextInLine>(|| grant.load(Ordering::Acquire) == t);
     }
 
     /// Takes the lock if it is free; returns the ticket.

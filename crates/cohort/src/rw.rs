@@ -104,7 +104,7 @@ unsafe impl<G: GlobalLock, L: LocalLock> WriterMutex for Cohort<G, L> {
 
 /// A ticket lock's acquisition: its ticket.
 #[derive(Debug)]
-pub struct Ticket(u32);
+pub struct Ticket(u64);
 
 // SAFETY: a ticket lock: SeqCst `fetch_add` to acquire, SeqCst swap to release.
 unsafe impl WriterMutex for TicketLock {
@@ -359,14 +359,13 @@ macro_rules! impl_raw_rwlock {
                 }
             }
 
-            /// The writer mutex's part of a write acquisition.
-            pub fn writer(&self) -> &M {
-                &self.parts.writer
-            }
-
-            /// The read indicator.
-            pub fn readers(&self) -> &I {
-                &self.parts.readers
+            /// The number of read-indicator slots (1 for a central
+            /// counter, else the node count). The writer mutex and the
+            /// indicator themselves are not exposed: acquiring or releasing
+            /// them directly would skip the wake-ups this lock's waiters
+            /// depend on.
+            pub fn reader_slots(&self) -> usize {
+                self.parts.readers.slots()
             }
 
             /// Bytes on the heap once the per-node parts are allocated

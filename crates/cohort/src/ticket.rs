@@ -17,29 +17,43 @@
 //! - `is_locked` is `next != grant`: a pure read. It counts a queued waiter
 //!   as "locked", which is what a writer-preference reader wants to see.
 //!
-//! Waiting goes through [`Waiters`]: spin briefly, yield, then park, but
-//! only while more than one ticket is ahead; the next ticket in line spins
-//! and yields without parking, so that a hand-off never waits for a futex
-//! wake-up (with more threads than cores that would cost a wake-up per
-//! critical section). The release is therefore a SeqCst read-modify-write
+//! Waiting goes through [`Waiters`]: spin briefly, yield, then park; the
+//! next ticket in line yields far longer before it parks ([`NextInLine`]),
+//! so that a hand-off rarely waits for a futex wake-up (with more threads
+//! than cores that would cost a wake-up per critical section). The release is therefore a SeqCst read-modify-write
 //! followed by [`Waiters::wake_all`] (the waker's half of the parking
 //! protocol). All of a node's parked waiters wake at a release and all but
 //! the new next-in-line go back to sleep; that only happens once waiters
 //! have parked, i.e. under oversubscription.
 
-use rwlock_core::sync::{AtomicU32, Ordering};
-#[cfg(not(loom))]
-use rwlock_core::wait::spin_until;
-use rwlock_core::wait::{DefaultWait, Waiters};
+use rwlock_core::sync::{AtomicU64, Ordering};
+use rwlock_core::wait::{DefaultWait, WaitPolicy, Waiters};
+
+/// How the next ticket in line waits: like the default policy, but with a
+/// long run of yields before it parks, so that a hand-off to a successor
+/// that is merely descheduled costs no futex wake-up, while a successor
+/// behind a long critical section (a writer waiting for readers, a guard
+/// held across I/O) still goes to sleep instead of yielding forever.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NextInLine;
+
+impl WaitPolicy for NextInLine {
+    const SPIN_ROUNDS: u32 = 7;
+    const YIELD_ROUNDS: u32 = 128;
+    const PARK: bool = true;
+}
 
 /// A FIFO ticket lock; see the [module docs](self).
 ///
-/// 12 bytes: both counters and the waiter count share one cache line (a
-/// local lock is only touched by the threads of one node).
+/// 24 bytes: both counters and the waiter count share one cache line (a
+/// local lock is only touched by the threads of one node). The counters
+/// are 64-bit, so they never wrap (a 32-bit `next` could come back to the
+/// value a stalled `try_acquire` read, and its CAS would then succeed
+/// beside the owner).
 #[derive(Debug, Default)]
 pub struct TicketLock {
-    next: AtomicU32,
-    grant: AtomicU32,
+    next: AtomicU64,
+    grant: AtomicU64,
     waiters: Waiters,
 }
 
@@ -48,8 +62,8 @@ impl TicketLock {
         /// An unlocked ticket lock.
         pub fn new() -> Self {
             TicketLock {
-                next: AtomicU32::new(0),
-                grant: AtomicU32::new(0),
+                next: AtomicU64::new(0),
+                grant: AtomicU64::new(0),
                 waiters: Waiters::new(),
             }
         }
@@ -58,7 +72,7 @@ impl TicketLock {
     /// Takes a ticket and waits for it; returns the ticket (the token the
     /// release needs).
     #[inline]
-    pub fn acquire(&self) -> u32 {
+    pub fn acquire(&self) -> u64 {
         // SeqCst: the RMW that makes the lock visibly held. As DR-MCS's
         // writer lock it is the writer's half of the Dekker pair with a
         // reader's arrival (the writer scans the readers after it; the reader
@@ -74,28 +88,22 @@ impl TicketLock {
     }
 
     #[cold]
-    fn wait_for(&self, t: u32) {
+    fn wait_for(&self, t: u64) {
         // Park while more than one ticket is ahead of ours; once ours is
-        // next, spin and yield but never park: a FIFO hand-off to a sleeping
-        // thread would add a futex wake-up to every critical section once
-        // threads outnumber cores. Relaxed is enough to decide *how* to
-        // wait; the Acquire load below decides *that* we are served.
+        // next, wait with `NextInLine`: a long run of yields before parking,
+        // so that a hand-off rarely has to wake a sleeping thread. Relaxed
+        // is enough to decide *how* to wait; the Acquire load below decides
+        // *that* we are served. Every release wakes the parked.
         self.waiters
             .wait_until::<DefaultWait>(|| t.wrapping_sub(self.grant.load(Ordering::Relaxed)) <= 1);
         // Acquire: as in `acquire`.
-        #[cfg(not(loom))]
-        spin_until::<DefaultWait>(|| self.grant.load(Ordering::Acquire) == t);
-        // A model cannot explore unbounded spinning by two threads; there
-        // the successor parks until served (every release wakes it), which
-        // checks the same wake-up protocol. The spin above only polls.
-        #[cfg(loom)]
         self.waiters
-            .wait_until::<DefaultWait>(|| self.grant.load(Ordering::Acquire) == t);
+            .wait_until::<NextInLine>(|| self.grant.load(Ordering::Acquire) == t);
     }
 
     /// Takes the lock if it is free; returns the ticket.
     #[inline]
-    pub fn try_acquire(&self) -> Option<u32> {
+    pub fn try_acquire(&self) -> Option<u64> {
         // Relaxed: a guess, validated by the CAS below.
         let n = self.next.load(Ordering::Relaxed);
         // Acquire: pairs with the previous owner's release of ticket `n - 1`
@@ -130,7 +138,7 @@ impl TicketLock {
     /// The lock must be held with ticket `t` (by any thread: the lock is
     /// thread-oblivious).
     #[inline]
-    pub unsafe fn release(&self, t: u32) {
+    pub unsafe fn release(&self, t: u64) {
         debug_assert_eq!(
             self.grant.load(Ordering::Relaxed),
             t,
