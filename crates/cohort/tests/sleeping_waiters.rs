@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use lock_api::{RawMutex, RawRwLock};
+use lock_api::RawRwLock;
 
 const HOLD: Duration = Duration::from_millis(600);
 
