@@ -22,6 +22,13 @@
 //! The node chosen at acquisition travels in the guard ([`CohortToken`]), so
 //! the release works on the same node's lock even if the thread migrated.
 //!
+//! **One node.** With a single node the global lock could only ever be
+//! passed along or taken by the same cohort, so it is skipped: the local
+//! lock alone is the mutex (FIFO; the hand-off bound does not apply) and
+//! `is_locked` reads it. That saves two read-modify-writes per
+//! uncontended acquisition on one-node machines, where cohorting has
+//! nothing to batch. The global lock is then never touched.
+//!
 //! # Fairness
 //!
 //! The global and local locks are FIFO; the cohort is not: a node keeps the
@@ -98,6 +105,10 @@ pub unsafe trait LocalLock: Send + Sync {
     fn try_acquire(&self) -> Option<u64>;
     /// Whether another thread waits for the lock (called by the owner).
     fn has_waiters(&self) -> bool;
+    /// Held (or requested): a pure read, made of SeqCst loads after an
+    /// acquisition that is a SeqCst read-modify-write (used as the whole
+    /// cohort's `is_locked` when there is a single node).
+    fn is_locked(&self) -> bool;
     /// Releases.
     ///
     /// # Safety
@@ -186,6 +197,10 @@ unsafe impl LocalLock for TicketLock {
     #[inline]
     fn has_waiters(&self) -> bool {
         TicketLock::has_waiters(self)
+    }
+    #[inline]
+    fn is_locked(&self) -> bool {
+        TicketLock::is_locked(self)
     }
     #[inline]
     unsafe fn release(&self, token: u64) {
@@ -317,6 +332,10 @@ impl<G: GlobalLock, L: LocalLock> Cohort<G, L> {
         // Relaxed (all three fields below): only the local owner touches
         // them, and the local lock's Acquire/Release orders owners.
         local.ticket.store(ticket, Ordering::Relaxed);
+        if locals.len() == 1 {
+            // One node: the local lock is the whole cohort (module docs).
+            return CohortToken { node };
+        }
         if !local.passed.load(Ordering::Relaxed) {
             let token = self.global.acquire();
             local.token.store(token, Ordering::Relaxed);
@@ -334,6 +353,9 @@ impl<G: GlobalLock, L: LocalLock> Cohort<G, L> {
         let ticket = local.lock.try_acquire()?;
         // Relaxed: owner-only fields, ordered by the local lock.
         local.ticket.store(ticket, Ordering::Relaxed);
+        if locals.len() == 1 {
+            return Some(CohortToken { node });
+        }
         // A free local lock was not handed off: `passed` is only set when a
         // waiter is queued, and that waiter holds the local lock next.
         debug_assert!(!local.passed.load(Ordering::Relaxed));
@@ -367,6 +389,11 @@ impl<G: GlobalLock, L: LocalLock> Cohort<G, L> {
         let local = &locals[token.node];
         // Relaxed: owner-only fields, ordered by the local lock.
         let ticket = local.ticket.load(Ordering::Relaxed);
+        if locals.len() == 1 {
+            // SAFETY: we hold the (only) local lock with `ticket`.
+            unsafe { local.lock.release(ticket) };
+            return;
+        }
         let handoffs = local.handoffs.load(Ordering::Relaxed);
         if handoffs < self.handoff_bound && local.lock.has_waiters() {
             local.handoffs.store(handoffs + 1, Ordering::Relaxed);
@@ -388,10 +415,18 @@ impl<G: GlobalLock, L: LocalLock> Cohort<G, L> {
     }
 
     /// Whether some node holds (or requested) the lock: the global lock's
-    /// request and grant differ. A pure read.
+    /// request and grant differ (with a single node: the local lock's). A
+    /// pure read.
     #[inline]
     pub fn is_locked(&self) -> bool {
-        self.global.is_locked()
+        match self.nodes.allocated() {
+            Some(locals) if locals.len() == 1 => locals[0].lock.is_locked(),
+            // Not allocated yet: nobody ever acquired, the global lock is
+            // free. (The array pointer is part of the SeqCst order, so a
+            // reader that finds it null after its arrival is ordered before
+            // the first writer's acquisition, whose scan sees the reader.)
+            _ => self.global.is_locked(),
+        }
     }
 }
 

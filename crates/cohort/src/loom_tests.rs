@@ -164,3 +164,42 @@ fn loom_tests_c_rw_rp_opt_ingress_egress() {
         unsafe { s.lock.unlock_exclusive_guard(g) };
     });
 }
+
+/// C-RW-WP over a one-node cohort (the local lock alone is the mutex and
+/// the writers' `is_locked`): two writers and a reader.
+#[test]
+fn loom_tests_c_rw_wp_one_node() {
+    loom::model(|| {
+        let lock = WriterPref::from_parts(CPtlTkt::with_config(1, 64), IngressEgress::new(1), 1);
+        let s = Shared::new(lock);
+        let w = {
+            let s = s.clone();
+            thread::spawn(move || {
+                let g = s.lock.lock_exclusive_on(0);
+                s.bump();
+                // SAFETY: our own acquisition.
+                unsafe { s.lock.unlock_exclusive_guard(g) };
+            })
+        };
+        let r = {
+            let s = s.clone();
+            thread::spawn(move || {
+                let g = s.lock.lock_shared_on(0);
+                let v = s.get();
+                // SAFETY: our own acquisition.
+                unsafe { s.lock.unlock_shared_token(g) };
+                v
+            })
+        };
+        let g = s.lock.lock_exclusive_on(0);
+        s.bump();
+        // SAFETY: our own acquisition.
+        unsafe { s.lock.unlock_exclusive_guard(g) };
+        assert!(r.join().unwrap() <= 2);
+        w.join().unwrap();
+        let g = s.lock.lock_shared_on(0);
+        assert_eq!(s.get(), 2);
+        // SAFETY: our own acquisition.
+        unsafe { s.lock.unlock_shared_token(g) };
+    });
+}
