@@ -454,7 +454,8 @@ impl<G, L> fmt::Debug for Cohort<G, L> {
 
 // SAFETY: mutual exclusion: the global lock admits one node at a time, and
 // inside a node the local lock admits one thread; a local hand-off passes
-// both together. Acquire/Release come from the two locks.
+// both together (with a single node the local lock alone admits one thread).
+// Acquire/Release come from the two locks.
 unsafe impl<G: GlobalLock, L: LocalLock> lock_api::RawMutex for Cohort<G, L> {
     #[cfg(not(loom))]
     #[allow(clippy::declare_interior_mutable_const)]

@@ -66,7 +66,8 @@ pub unsafe trait WriterMutex: Send + Sync {
 
 // SAFETY: a cohort is a mutex; its global lock's acquisition is a SeqCst RMW
 // (`GlobalLock`'s contract), a local hand-off keeps it held, and its release
-// is a SeqCst swap.
+// is a SeqCst swap. With a single node the local lock stands in for the
+// global one, with the same properties (`LocalLock::is_locked`'s contract).
 unsafe impl<G: GlobalLock, L: LocalLock> WriterMutex for Cohort<G, L> {
     #[cfg(not(loom))]
     #[allow(clippy::declare_interior_mutable_const)]
