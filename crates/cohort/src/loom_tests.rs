@@ -85,84 +85,65 @@ fn loom_tests_cohort_mutex_two_nodes() {
     });
 }
 
-/// C-RW-WP with ingress/egress indicators on two nodes: a writer on node 0,
-/// readers on nodes 1 and 0. Patience 1 so that a reader that meets the
-/// writer raises WBarrier after one more check.
-#[test]
-fn loom_tests_c_rw_wp_ingress_egress() {
-    loom::model(|| {
-        let lock = WriterPref::from_parts(CPtlTkt::with_config(2, 64), IngressEgress::new(2), 1);
-        let s = Shared::new(lock);
-        let w = {
-            let s = s.clone();
-            thread::spawn(move || {
-                let g = s.lock.lock_exclusive_on(0);
-                s.bump();
-                // SAFETY: our own acquisition.
-                unsafe { s.lock.unlock_exclusive_guard(g) };
-            })
-        };
-        let r = {
-            let s = s.clone();
-            thread::spawn(move || {
-                let g: ReaderToken = s.lock.lock_shared_on(1);
-                let v = s.get();
-                // SAFETY: our own acquisition.
-                unsafe { s.lock.unlock_shared_token(g) };
-                v
-            })
-        };
-        let g = s.lock.lock_shared_on(0);
-        assert!(s.get() <= 1);
-        // SAFETY: our own acquisition.
-        unsafe { s.lock.unlock_shared_token(g) };
-        assert!(r.join().unwrap() <= 1);
-        w.join().unwrap();
-        let g = s.lock.lock_exclusive_on(1);
-        assert_eq!(s.get(), 1);
-        // SAFETY: our own acquisition.
-        unsafe { s.lock.unlock_exclusive_guard(g) };
-    });
+/// A writer on node 0 and readers on nodes 1 and 0 (the main thread),
+/// then a final write from node 1 that must see the first write.
+macro_rules! writer_vs_two_readers {
+    ($make:expr) => {
+        loom::model(|| {
+            let s = Shared::new($make);
+            let w = {
+                let s = s.clone();
+                thread::spawn(move || {
+                    let g = s.lock.lock_exclusive_on(0);
+                    s.bump();
+                    // SAFETY: our own acquisition.
+                    unsafe { s.lock.unlock_exclusive_guard(g) };
+                })
+            };
+            let r = {
+                let s = s.clone();
+                thread::spawn(move || {
+                    let g: ReaderToken = s.lock.lock_shared_on(1);
+                    let v = s.get();
+                    // SAFETY: our own acquisition.
+                    unsafe { s.lock.unlock_shared_token(g) };
+                    v
+                })
+            };
+            let g = s.lock.lock_shared_on(0);
+            assert!(s.get() <= 1);
+            // SAFETY: our own acquisition.
+            unsafe { s.lock.unlock_shared_token(g) };
+            assert!(r.join().unwrap() <= 1);
+            w.join().unwrap();
+            let g = s.lock.lock_exclusive_on(1);
+            assert_eq!(s.get(), 1);
+            // SAFETY: our own acquisition.
+            unsafe { s.lock.unlock_exclusive_guard(g) };
+        })
+    };
 }
 
-/// C-RW-RP-opt with ingress/egress indicators: a writer on node 0 (the
-/// WActive loop), readers on nodes 1 and 0. Patience 1: the writer raises
-/// RBarrier after one more check.
+/// C-RW-WP with ingress/egress indicators on two nodes. Patience 1 so that
+/// a reader that meets the writer raises WBarrier after one more check.
+#[test]
+fn loom_tests_c_rw_wp_ingress_egress() {
+    writer_vs_two_readers!(WriterPref::from_parts(
+        CPtlTkt::with_config(2, 64),
+        IngressEgress::new(2),
+        1
+    ));
+}
+
+/// C-RW-RP-opt with ingress/egress indicators on two nodes (the WActive
+/// loop). Patience 1: the writer raises RBarrier after one more check.
 #[test]
 fn loom_tests_c_rw_rp_opt_ingress_egress() {
-    loom::model(|| {
-        let lock = ReaderPrefOpt::from_parts(CPtlTkt::with_config(2, 64), IngressEgress::new(2), 1);
-        let s = Shared::new(lock);
-        let w = {
-            let s = s.clone();
-            thread::spawn(move || {
-                let g = s.lock.lock_exclusive_on(0);
-                s.bump();
-                // SAFETY: our own acquisition.
-                unsafe { s.lock.unlock_exclusive_guard(g) };
-            })
-        };
-        let r = {
-            let s = s.clone();
-            thread::spawn(move || {
-                let g = s.lock.lock_shared_on(1);
-                let v = s.get();
-                // SAFETY: our own acquisition.
-                unsafe { s.lock.unlock_shared_token(g) };
-                v
-            })
-        };
-        let g = s.lock.lock_shared_on(0);
-        assert!(s.get() <= 1);
-        // SAFETY: our own acquisition.
-        unsafe { s.lock.unlock_shared_token(g) };
-        assert!(r.join().unwrap() <= 1);
-        w.join().unwrap();
-        let g = s.lock.lock_exclusive_on(1);
-        assert_eq!(s.get(), 1);
-        // SAFETY: our own acquisition.
-        unsafe { s.lock.unlock_exclusive_guard(g) };
-    });
+    writer_vs_two_readers!(ReaderPrefOpt::from_parts(
+        CPtlTkt::with_config(2, 64),
+        IngressEgress::new(2),
+        1
+    ));
 }
 
 /// C-RW-WP over a one-node cohort (the local lock alone is the mutex and

@@ -102,14 +102,7 @@ impl<M: WriterMutex, I: ReadIndicator> ReaderPref<M, I> {
     /// Write-locks if the writer mutex is free and no reader is inside.
     #[inline]
     pub fn try_lock_exclusive_on(&self, node: usize) -> Option<M::Guard> {
-        let guard = self.parts.writer.try_lock_on(node)?;
-        dekker_fence();
-        if !self.parts.readers.is_empty() {
-            // SAFETY: our own acquisition.
-            unsafe { self.parts.release_writer(guard) };
-            return None;
-        }
-        Some(guard)
+        self.parts.try_write_alone(node)
     }
 
     /// Releases a write acquisition.
@@ -129,10 +122,8 @@ impl<M: WriterMutex, I: ReadIndicator> ReaderPref<M, I> {
     ///
     /// `guard` must come from an unreleased write acquisition of this lock.
     pub unsafe fn downgrade_guard(&self, guard: M::Guard) -> ReaderToken {
-        let token = self.parts.arrive(crate::nodes::current());
         // SAFETY: forwarded from the caller.
-        unsafe { self.parts.release_writer(guard) };
-        token
+        unsafe { self.parts.downgrade(guard) }
     }
 
     fn is_locked_exclusive_now(&self) -> bool {

@@ -295,6 +295,34 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
         self.gate.waiters.wake_all();
     }
 
+    /// Takes the writer mutex if it is free and no reader is inside (the
+    /// try-write of every lock but RP-opt, which also sets `WActive`).
+    #[inline]
+    pub(crate) fn try_write_alone(&self, node: usize) -> Option<M::Guard> {
+        let guard = self.writer.try_lock_on(node)?;
+        dekker_fence();
+        if !self.readers.is_empty() {
+            // SAFETY: our own acquisition.
+            unsafe { self.release_writer(guard) };
+            return None;
+        }
+        Some(guard)
+    }
+
+    /// Turns a write acquisition into a read acquisition: arrive, then
+    /// release the writer mutex (no writer can enter in between).
+    ///
+    /// # Safety
+    ///
+    /// `guard` must be an unreleased acquisition of `writer`.
+    #[inline]
+    pub(crate) unsafe fn downgrade(&self, guard: M::Guard) -> ReaderToken {
+        let token = self.arrive(crate::nodes::current());
+        // SAFETY: forwarded from the caller.
+        unsafe { self.release_writer(guard) };
+        token
+    }
+
     /// Writer mutex held (or requested) and no reader inside: a pure read.
     pub(crate) fn writer_only(&self) -> bool {
         self.writer.is_locked() && self.readers.is_empty()

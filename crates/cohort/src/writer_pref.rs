@@ -129,14 +129,7 @@ impl<M: WriterMutex, I: ReadIndicator> WriterPref<M, I> {
         if !self.parts.barrier_down() {
             return None;
         }
-        let guard = self.parts.writer.try_lock_on(node)?;
-        dekker_fence();
-        if !self.parts.readers.is_empty() {
-            // SAFETY: our own acquisition.
-            unsafe { self.parts.release_writer(guard) };
-            return None;
-        }
-        Some(guard)
+        self.parts.try_write_alone(node)
     }
 
     /// Releases a write acquisition.
@@ -157,10 +150,8 @@ impl<M: WriterMutex, I: ReadIndicator> WriterPref<M, I> {
     ///
     /// `guard` must come from an unreleased write acquisition of this lock.
     pub unsafe fn downgrade_guard(&self, guard: M::Guard) -> ReaderToken {
-        let token = self.parts.arrive(crate::nodes::current());
         // SAFETY: forwarded from the caller.
-        unsafe { self.parts.release_writer(guard) };
-        token
+        unsafe { self.parts.downgrade(guard) }
     }
 
     fn is_locked_exclusive_now(&self) -> bool {
