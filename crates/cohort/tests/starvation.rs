@@ -18,6 +18,14 @@ use cohort::{CPtlTkt, IngressEgress, ReaderPref, ReaderPrefOpt, ReaderToken, Wri
 use support::OnNode;
 
 const GIVE_UP: Duration = Duration::from_millis(200);
+
+/// The relays time their partners: run one scenario at a time so that the
+/// tests of this binary do not steal each other's CPU.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
 const STARVED_FOR: Duration = Duration::from_millis(800);
 
 /// Two readers relay on `lock` while a writer tries to get in; returns how
@@ -136,6 +144,7 @@ fn parts(patience: u32) -> (CPtlTkt, IngressEgress, u32) {
 
 #[test]
 fn reader_stream_cannot_starve_a_c_rw_rp_writer() {
+    let _serial = serial();
     let (m, i, p) = parts(cohort::DEFAULT_PATIENCE);
     let waited = reader_relay_vs_writer(&ReaderPref::from_parts(m, i, p))
         .expect("C-RW-RP writer starved by a reader stream despite RBarrier");
@@ -149,6 +158,7 @@ fn reader_stream_cannot_starve_a_c_rw_rp_writer() {
 
 #[test]
 fn reader_stream_cannot_starve_a_c_rw_rp_opt_writer() {
+    let _serial = serial();
     let (m, i, p) = parts(cohort::DEFAULT_PATIENCE);
     let waited = reader_relay_vs_writer(&ReaderPrefOpt::from_parts(m, i, p))
         .expect("C-RW-RP-opt writer starved by a reader stream despite RBarrier");
@@ -162,6 +172,7 @@ fn reader_stream_cannot_starve_a_c_rw_rp_opt_writer() {
 
 #[test]
 fn writer_stream_cannot_starve_a_c_rw_wp_reader() {
+    let _serial = serial();
     let (m, i, p) = parts(cohort::DEFAULT_PATIENCE);
     let waited = writer_relay_vs_reader(&WriterPref::from_parts(m, i, p))
         .expect("C-RW-WP reader starved by a writer stream despite WBarrier");
