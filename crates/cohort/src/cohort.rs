@@ -365,8 +365,8 @@ impl<G: GlobalLock, L: LocalLock> Cohort<G, L> {
                 Some(CohortToken { node })
             }
             None => {
-                // SAFETY: we hold the local lock with `ticket`; the global
-                // lock was not passed, so the next owner takes it itself.
+                // The global lock was not passed, so the next owner takes it.
+                // SAFETY: we hold the local lock with `ticket`.
                 unsafe { local.lock.release(ticket) };
                 None
             }
@@ -398,8 +398,8 @@ impl<G: GlobalLock, L: LocalLock> Cohort<G, L> {
         if handoffs < self.handoff_bound && local.lock.has_waiters() {
             local.handoffs.store(handoffs + 1, Ordering::Relaxed);
             local.passed.store(true, Ordering::Relaxed);
-            // SAFETY: we hold the local lock with `ticket`; the successor
-            // inherits the global lock (`passed`, `token`).
+            // The successor inherits the global lock (`passed`, `token`).
+            // SAFETY: we hold the local lock with `ticket`.
             unsafe { local.lock.release(ticket) };
         } else {
             local.handoffs.store(0, Ordering::Relaxed);

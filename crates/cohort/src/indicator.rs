@@ -349,8 +349,8 @@ mod tests {
         let b = ind.arrive(1);
         let c = ind.arrive(7);
         assert!(!ind.is_empty());
-        // SAFETY: departing our own arrivals, out of order and from slots
-        // that may differ from the node we run on now.
+        // Out of order, and from slots that may differ from our node now.
+        // SAFETY: departing our own arrivals.
         unsafe {
             ind.depart(b);
             assert!(!ind.is_empty());

@@ -38,8 +38,9 @@ impl<M: WriterMutex, I: ReadIndicator> NeutralPref<M, I> {
     pub fn lock_shared_on(&self, node: usize) -> ReaderToken {
         let guard = self.parts.writer.lock_on(node);
         let token = self.parts.arrive(node);
-        // SAFETY: our own acquisition; no thread parks on this lock's gate
-        // waiting for the mutex (readers and writers queue inside it).
+        // No thread parks on this lock's gate waiting for the mutex (readers
+        // and writers queue inside it), so no wake-up is needed.
+        // SAFETY: our own acquisition.
         unsafe { self.parts.writer.unlock(guard) };
         token
     }

@@ -61,8 +61,9 @@ impl<T> NodeArray<T> {
         }
         // Relaxed: stored before the Release publication we acquired.
         let len = self.len.load(Ordering::Relaxed);
-        // SAFETY: `init` published `p` as a leaked boxed slice of `len`
-        // initialised entries; only `drop` (`&mut self`) frees it.
+        // `init` published `p` as a leaked boxed slice of `len` initialised
+        // entries; only `drop` (`&mut self`) frees it.
+        // SAFETY: `p` points to `len` entries that outlive `&self`.
         Some(unsafe { core::slice::from_raw_parts(p, len) })
     }
 
@@ -115,8 +116,8 @@ impl<T> Drop for NodeArray<T> {
         let p = self.ptr.load(Ordering::Relaxed);
         if !p.is_null() {
             let len = self.len.load(Ordering::Relaxed);
-            // SAFETY: `p` is the boxed slice of `len` entries `init` leaked,
-            // and nobody else can reach it any more.
+            // `&mut self`: nobody else can reach the array any more.
+            // SAFETY: `p` is the boxed slice of `len` entries `init` leaked.
             drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(p, len)) });
         }
     }

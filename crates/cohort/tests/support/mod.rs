@@ -77,8 +77,9 @@ pub type _Used = (
 /// Pins the calling thread to `cpu` (modulo the CPUs it may use).
 pub fn pin_to(cpu: usize) {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes inside it;
-    // sched_setaffinity(0, ...) only affects the calling thread.
+    // CPU_SET writes inside the set; sched_setaffinity(0, ...) only affects
+    // the calling thread.
+    // SAFETY: a zeroed cpu_set_t is a valid empty set.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu % cpus, &mut set);
