@@ -208,6 +208,52 @@ impl Waiters {
         self.wait_slow::<W>(&mut ready)
     }
 
+    /// Like [`wait_until`](Self::wait_until), for wakers that change the
+    /// state with a plain store and no fence of their own (asymmetric
+    /// fences, as in prwlock's readers).
+    ///
+    /// Protocol: the waiter registers, runs `barrier` (a heavy barrier such as
+    /// `membarrier`, which acts as a full fence on every running thread of the
+    /// process), then re-checks `ready` under the bucket lock. The waker
+    /// stores its state change, runs the matching light barrier (at least a
+    /// compiler fence), then calls
+    /// [`wake_all_after_barrier`](Self::wake_all_after_barrier). The pair of
+    /// barriers gives the same "one of us sees the other" guarantee as the
+    /// SeqCst pair of [`wait_until`](Self::wait_until).
+    #[inline]
+    pub fn wait_until_with_barrier<W: WaitPolicy>(
+        &self,
+        mut ready: impl FnMut() -> bool,
+        barrier: impl Fn(),
+    ) {
+        if ready() {
+            return;
+        }
+        let mut backoff = Backoff::<W>::new();
+        loop {
+            if ready() {
+                return;
+            }
+            if backoff.snooze() == Snooze::Park {
+                self.park_after(&mut ready, &barrier);
+            }
+        }
+    }
+
+    /// The waker's side of
+    /// [`wait_until_with_barrier`](Self::wait_until_with_barrier): call it
+    /// after the state change and the light barrier that pairs with the
+    /// waiter's heavy barrier.
+    #[inline]
+    pub fn wake_all_after_barrier(&self) {
+        // Relaxed: the caller's light barrier and the waiter's heavy barrier
+        // order this load after the caller's state change and the waiter's
+        // increment before its re-check (see `wait_until_with_barrier`).
+        if self.count.load(Ordering::Relaxed) != 0 {
+            self.wake_all_slow();
+        }
+    }
+
     #[cold]
     fn wait_slow<W: WaitPolicy>(&self, ready: &mut dyn FnMut() -> bool) {
         let mut backoff = Backoff::<W>::new();
@@ -223,10 +269,18 @@ impl Waiters {
 
     #[cold]
     fn park(&self, ready: &mut dyn FnMut() -> bool) {
+        self.park_after(ready, &|| {});
+    }
+
+    #[cold]
+    fn park_after(&self, ready: &mut dyn FnMut() -> bool, barrier: &dyn Fn()) {
         // SeqCst RMW then SeqCst fence: pairs with the waker's SeqCst RMW on
         // the lock state and SeqCst load of `count` (see the type docs).
         self.count.fetch_add(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
+        // For wakers without a fence of their own (see
+        // `wait_until_with_barrier`); a no-op for `wait_until`.
+        barrier();
         #[cfg(loom)]
         self.bucket.park_while(|| !ready());
         #[cfg(not(loom))]
