@@ -11,13 +11,26 @@
 //! the block scan of [`bravo::Policy::BLOCK_SCAN`]; `N = 0` so that the
 //! bias comes back right away) and `clock` (BRAVO's clock against
 //! `Instant::now`).
+//!
+//! Then `table3`, the rows of the prwlock paper's Table 3 (ATC'14) for
+//! prwlock against parking_lot, BRAVO (over parking_lot) and brlock:
+//! `read_1reader` (an uncontended read pair), `read_2readers` (a read pair
+//! while a second thread reads the same lock in a loop), `write_0readers`
+//! (an uncontended write pair) and `write_1busy_reader` (a write pair while
+//! a second thread reads the same lock in a loop). Filter with
+//! `cargo bench --bench latency -- table3`.
 
+use std::hint::black_box;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use bravo::{Bravo, Policy};
 use lock_api::RawRwLock;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
+use numa_rwlocks::bench_lock::{BenchLock, Raw};
 use numa_rwlocks::registry::LOCKS;
 
 fn latency(c: &mut Criterion) {
@@ -80,6 +93,57 @@ fn bravo_groups(c: &mut Criterion) {
     g.finish();
 }
 
+/// Times `iters` pairs of `op`.
+fn time_pairs(iters: u64, op: impl Fn()) -> Duration {
+    let start = Instant::now();
+    for _ in 0..iters {
+        op();
+    }
+    start.elapsed()
+}
+
+/// The four Table 3 rows for one lock.
+fn table3_rows<L: BenchLock>(g: &mut BenchmarkGroup<'_, WallTime>, name: &str) {
+    let lock = Arc::new(L::create());
+    let read = || lock.read(|| black_box(()));
+    let write = || lock.write(|| black_box(()));
+    g.bench_function(format!("read_1reader/{name}"), |b| {
+        b.iter_custom(|iters| time_pairs(iters, read))
+    });
+    g.bench_function(format!("write_0readers/{name}"), |b| {
+        b.iter_custom(|iters| time_pairs(iters, write))
+    });
+    // A second thread reads the same lock without pause meanwhile.
+    let stop = Arc::new(AtomicBool::new(false));
+    let busy = {
+        let (lock, stop) = (lock.clone(), stop.clone());
+        std::thread::spawn(move || {
+            // Relaxed: a stop flag.
+            while !stop.load(Ordering::Relaxed) {
+                lock.read(|| black_box(()));
+            }
+        })
+    };
+    g.bench_function(format!("read_2readers/{name}"), |b| {
+        b.iter_custom(|iters| time_pairs(iters, read))
+    });
+    g.bench_function(format!("write_1busy_reader/{name}"), |b| {
+        b.iter_custom(|iters| time_pairs(iters, write))
+    });
+    // Relaxed: a stop flag.
+    stop.store(true, Ordering::Relaxed);
+    busy.join().unwrap();
+}
+
+fn table3(c: &mut Criterion) {
+    let mut g = c.benchmark_group("table3");
+    table3_rows::<Raw<prwlock::PrwLock>>(&mut g, "prwlock");
+    table3_rows::<Raw<parking_lot::RawRwLock>>(&mut g, "parking_lot");
+    table3_rows::<Raw<bravo::RawRwLock>>(&mut g, "bravo_parking_lot");
+    table3_rows::<Raw<rwlock_core::BrLock>>(&mut g, "brlock");
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     // Short runs: 18 measurements in well under a minute; the pairs take
@@ -87,6 +151,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
-    targets = latency, bravo_groups
+    targets = latency, bravo_groups, table3
 }
 criterion_main!(benches);

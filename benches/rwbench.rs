@@ -31,7 +31,7 @@ options (lists are comma-separated):
   --pool LIST        interference pool sizes (default 1,64,4096; papers: 1 to 8192)
   --duration-ms N    measurement interval of one run (default 150)
   --reps N           repetitions per point, median reported (default 3, at least 3 recommended)
-  --locks LIST       locks or families (rwlock-core, bravo, cohort, peer; bravo-ablation,
+  --locks LIST       locks or families (rwlock-core, bravo, cohort, prwlock, peer; bravo-ablation,
                      cohort-ablation by name); default all
   --pin              pin worker i to CPU i % cpus
   --topology SPEC    NUMA topology override (RWLOCK_TOPOLOGY grammar), before any lock is used

@@ -50,6 +50,7 @@ pub const LOCKS: &[LockEntry] = &[
         "cohort",
         crate::bench_lock::Mutex<cohort::CPtlTkt>
     ),
+    lock!("prwlock", "prwlock", Raw<prwlock::PrwLock>),
     lock!("pthread", "peer", Raw<rwlock_core::PthreadRwLock>),
     #[cfg(has_ck)]
     lock!("ck_brlock", "peer", crate::ck::CkBrlock),
@@ -155,7 +156,7 @@ pub fn select(selectors: &[String]) -> Result<Vec<LockEntry>, String> {
                 .map(|e| e.name)
                 .collect();
             return Err(format!(
-                "no lock or family named `{sel}` (locks: {}; families: rwlock-core, bravo, \
+                "no lock or family named `{sel}` (locks: {}; families: rwlock-core, bravo, prwlock, \
                  cohort, peer, bravo-ablation, cohort-ablation)",
                 names.join(", ")
             ));
@@ -217,6 +218,7 @@ mod tests {
             );
         }
         assert_eq!(select(&["cohort".into()]).unwrap().len(), 6);
+        assert_eq!(select(&["prwlock".into()]).unwrap().len(), 1);
         assert_eq!(
             select(&["cohort-ablation".into()]).unwrap().len(),
             COHORT_ABLATIONS.len()

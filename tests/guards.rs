@@ -29,6 +29,11 @@ fn guards_are_send_where_unlocking_elsewhere_is_correct() {
     assert_send::<lock_api::RwLockWriteGuard<'static, cohort::DrTicket, u8>>();
     assert_send::<lock_api::MutexGuard<'static, cohort::CPtlTkt, u8>>();
     assert_sync::<cohort::RwLock<u8>>();
+    // prwlock: the write guard may move; the read guard carries the
+    // thread's status record and is not Send (compile_fail doc-test in the
+    // prwlock crate docs).
+    assert_send::<lock_api::RwLockWriteGuard<'static, prwlock::PrwLock, u8>>();
+    assert_sync::<prwlock::RwLock<u8>>();
 }
 
 #[test]
@@ -63,6 +68,8 @@ static COUNTER_RP: RwLock<cohort::CRwRp, u64> = RwLock::new(0);
 static COUNTER_NP: RwLock<cohort::CRwNp, u64> = RwLock::new(0);
 static COUNTER_DR: RwLock<cohort::DrTicket, u64> = RwLock::new(0);
 static COUNTER_BRAVO_WP: RwLock<bravo::Bravo<cohort::CRwWp>, u64> = RwLock::new(0);
+static COUNTER_PRW: RwLock<prwlock::PrwLock, u64> = RwLock::new(0);
+static COUNTER_BRAVO_PRW: RwLock<bravo::Bravo<prwlock::PrwLock>, u64> = RwLock::new(0);
 
 /// 64 threads on however few cores: every lock must make progress by
 /// yielding and parking, never by spinning out its time slices (a lock that
@@ -110,6 +117,12 @@ fn sixty_four_threads_through_cohort_statics() {
 }
 
 #[test]
+fn sixty_four_threads_through_prwlock_statics() {
+    oversubscribed(&COUNTER_PRW);
+    oversubscribed(&COUNTER_BRAVO_PRW);
+}
+
+#[test]
 fn sixty_four_threads_through_the_cohort_mutex() {
     static M: cohort::Mutex<u64> = cohort::Mutex::new(0);
     std::thread::scope(|s| {
@@ -148,4 +161,5 @@ fn a_locked_lock_may_be_moved_and_dropped() {
     check::<cohort::CRwRpOpt>();
     check::<cohort::CRwNp>();
     check::<cohort::DrTicket>();
+    check::<prwlock::PrwLock>();
 }

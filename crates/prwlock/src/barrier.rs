@@ -1,0 +1,188 @@
+//! The asymmetric barrier pair that replaces the paper's IPIs in user space.
+//!
+//! The paper's readers run no memory barrier: on TSO hardware the only
+//! reordering that matters is a reader's status store passing its later load
+//! of the writer word, and the writer closes that window by interrupting
+//! every core (an IPI acts as a full barrier on the interrupted core). In user
+//! space the same effect comes from Linux `membarrier(2)`:
+//!
+//! - **light barrier** (reader, every acquisition): a compiler fence only;
+//! - **heavy barrier** (writer, only when some reader has not reported the
+//!   writer's version): `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, which
+//!   runs a full memory barrier on every CPU currently running a thread of
+//!   this process. A thread that is not running passes through the
+//!   scheduler, itself a full barrier, before it runs again.
+//!
+//! The guarantee of the pair (the kernel's `membarrier` documentation, and
+//! folly's `asymmetricLightBarrier`/`asymmetricHeavyBarrier`): if a reader
+//! runs `store A; light; load B` and the writer `store B; heavy; load A`,
+//! then the reader sees the writer's `B` or the writer sees the reader's `A`
+//! (or both), never neither.
+//!
+//! `membarrier` can be missing or refused (kernels before 4.14, seccomp
+//! profiles, gVisor). The process then runs in [`BarrierMode::Fence`]: the
+//! light barrier becomes a real `fence(SeqCst)` and the heavy barrier needs
+//! nothing beyond the writer's own SeqCst fence. The mode is chosen once,
+//! before the first lock operation of the process that needs it, and never
+//! changes afterwards (a change while readers run would be unsound):
+//! [`barrier_mode`] reports it, [`force_fence_mode`] or the environment
+//! variable `PRWLOCK_FORCE_FENCE=1` select the fallback before first use.
+//!
+//! Inside a loom model both barriers are `fence(SeqCst)` (loom cannot model
+//! an IPI; a SeqCst fence on each side is the guarantee `membarrier` gives).
+
+use core::fmt;
+use core::sync::atomic::{AtomicU8, Ordering as StdOrdering};
+
+/// How the process's prwlocks close the reader's store-load window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BarrierMode {
+    /// Readers run a compiler fence only; writers that need it run
+    /// `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`. The fast mode.
+    Membarrier,
+    /// `membarrier` was refused or [`force_fence_mode`] asked for this:
+    /// every reader acquisition and release runs a `fence(SeqCst)` (an
+    /// `mfence` on x86-64), writers run nothing extra.
+    Fence,
+}
+
+/// [`force_fence_mode`] came too late: the process already runs with
+/// `membarrier`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModeAlreadyChosen;
+
+impl fmt::Display for ModeAlreadyChosen {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(
+            "prwlock's barrier mode was already chosen (membarrier); call force_fence_mode \
+             before the first lock operation",
+        )
+    }
+}
+
+impl std::error::Error for ModeAlreadyChosen {}
+
+const UNDECIDED: u8 = 0;
+const MEMBARRIER: u8 = 1;
+const FENCE: u8 = 2;
+
+/// The process-wide mode. Not a loom atomic: it is decided once, outside
+/// the protocol that the models check.
+static MODE: AtomicU8 = AtomicU8::new(UNDECIDED);
+
+// linux/membarrier.h (libc 0.2 does not export these).
+const MEMBARRIER_CMD_QUERY: libc::c_int = 0;
+const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
+const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
+
+fn membarrier(cmd: libc::c_int) -> libc::c_long {
+    // SAFETY: membarrier takes two integers and a CPU id (ignored without
+    // MEMBARRIER_CMD_FLAG_CPU); it touches no memory of ours.
+    unsafe {
+        libc::syscall(
+            libc::SYS_membarrier,
+            cmd,
+            0 as libc::c_uint,
+            0 as libc::c_int,
+        )
+    }
+}
+
+/// The mode this process's prwlocks run in, choosing it now if no lock has
+/// been used yet: `Membarrier` when `MEMBARRIER_CMD_QUERY` lists
+/// `PRIVATE_EXPEDITED` and registering for it succeeds, and
+/// `PRWLOCK_FORCE_FENCE` is not set to a non-empty value other than `0`.
+#[inline]
+pub fn barrier_mode() -> BarrierMode {
+    // Acquire: pairs with the Release CAS in `decide`, so a thread that sees
+    // MEMBARRIER also sees the registration as done.
+    match MODE.load(StdOrdering::Acquire) {
+        MEMBARRIER => BarrierMode::Membarrier,
+        FENCE => BarrierMode::Fence,
+        _ => decide(),
+    }
+}
+
+/// Selects [`BarrierMode::Fence`] for the rest of the process. Succeeds if
+/// no lock operation has chosen the mode yet (or it already is `Fence`).
+pub fn force_fence_mode() -> Result<(), ModeAlreadyChosen> {
+    // AcqRel: the same publication as `decide`.
+    match MODE.compare_exchange(UNDECIDED, FENCE, StdOrdering::AcqRel, StdOrdering::Acquire) {
+        Ok(_) | Err(FENCE) => Ok(()),
+        Err(_) => Err(ModeAlreadyChosen),
+    }
+}
+
+#[cold]
+fn decide() -> BarrierMode {
+    let forced = std::env::var_os("PRWLOCK_FORCE_FENCE")
+        .is_some_and(|v| !v.is_empty() && v.as_encoded_bytes() != b"0");
+    let chosen = if cfg!(loom) {
+        // Models treat both barriers as SeqCst fences; the reader paths
+        // are the membarrier-mode ones.
+        MEMBARRIER
+    } else if !forced && probe_and_register() {
+        MEMBARRIER
+    } else {
+        FENCE
+    };
+    // AcqRel: publishes the registration to threads that read MEMBARRIER;
+    // on a lost race the winner's choice stands (registration is harmless).
+    let mode =
+        match MODE.compare_exchange(UNDECIDED, chosen, StdOrdering::AcqRel, StdOrdering::Acquire) {
+            Ok(_) => chosen,
+            Err(other) => other,
+        };
+    if mode == MEMBARRIER {
+        BarrierMode::Membarrier
+    } else {
+        BarrierMode::Fence
+    }
+}
+
+fn probe_and_register() -> bool {
+    let supported = membarrier(MEMBARRIER_CMD_QUERY);
+    supported >= 0
+        && supported & MEMBARRIER_CMD_PRIVATE_EXPEDITED as libc::c_long != 0
+        && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0
+}
+
+/// The reader's side: a compiler fence in `Membarrier` mode (the caller's
+/// fast path only runs in that mode), a real fence inside a loom model.
+#[inline(always)]
+pub(crate) fn light() {
+    // SeqCst compiler fence: pairs with the writer's `heavy()`; emits no
+    // instruction (see the module docs and tests/fast_path_asm.rs).
+    crate::sync::compiler_fence(crate::sync::Ordering::SeqCst);
+}
+
+/// The reader's side on a slow path, where the mode is not known to be
+/// `Membarrier`: a real fence in `Fence` mode.
+#[inline]
+pub(crate) fn light_in(mode: BarrierMode) {
+    match mode {
+        BarrierMode::Membarrier => light(),
+        // SeqCst fence: pairs with the writer's SeqCst fence before it
+        // reads reader status (store-load ordering on both sides).
+        BarrierMode::Fence => crate::sync::fence(crate::sync::Ordering::SeqCst),
+    }
+}
+
+/// The writer's side: one `membarrier` in `Membarrier` mode, a SeqCst fence
+/// otherwise (and in loom models).
+#[cold]
+pub(crate) fn heavy() {
+    if !cfg!(loom) && barrier_mode() == BarrierMode::Membarrier {
+        let r = membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+        // Registration succeeded when the mode was chosen; the kernel
+        // documents no other failure for a registered process.
+        assert!(
+            r == 0,
+            "membarrier(PRIVATE_EXPEDITED) failed after registration: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    // SeqCst: in Fence mode this pairs with the readers' SeqCst fences; in
+    // Membarrier mode it orders the writer's own accesses around the call.
+    crate::sync::fence(crate::sync::Ordering::SeqCst);
+}

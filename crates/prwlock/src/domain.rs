@@ -1,0 +1,549 @@
+//! Lock domains and the per-thread reader status records (paper Section 3.4
+//! "lock domain", Section 3.5 "per-thread data structure").
+//!
+//! A [`Domain`] groups the prwlocks that reach consensus together: it owns a
+//! version counter that every writer of every lock in it increments, and the
+//! list of status records of the threads that read those locks. A thread gets
+//! one record per domain on its first read there and gives it back when it
+//! exits (a thread-local destructor); the next thread to register reuses it,
+//! so a domain holds as many records as it ever had threads *at once*.
+//! Records are never freed: domains are `'static` (the process-wide
+//! [`Domain::global`], or a user's `static`), so a record pointer never
+//! dangles, and a writer can walk the list without any reclamation scheme.
+//!
+//! A record (the paper's `st`) holds, for its owner:
+//! - `slots`: up to [`PASSIVE_SLOTS`] locks of the domain held in passive
+//!   read mode, by lock id (0: free). Holding more at once is allowed: the
+//!   extra ones are taken in active mode (the lock's shared counter). A slot
+//!   converted by `schedule_out` holds `id | CONVERTED`, which writers do not
+//!   wait for (the lock's active count stands for it instead);
+//! - `version`: the last domain version its owner reported (Fig. 3/7:
+//!   `st.version <- lock.version`);
+//!
+//! Ids rather than addresses identify locks in slots: a read guard that is
+//! leaked (`mem::forget`) keeps its lock read-locked forever, as in every
+//! lock_api lock, but cannot block a later lock that happens to reuse the
+//! address.
+
+use core::cell::{Cell, RefCell};
+use core::ptr;
+
+use crossbeam_utils::CachePadded;
+
+use crate::barrier::{self, BarrierMode};
+use crate::sync::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence};
+
+/// Locks one thread can hold in passive mode at once, per domain. A further
+/// nested read is taken in active mode (one atomic increment and decrement
+/// on the lock's shared counter) and is otherwise the same.
+pub const PASSIVE_SLOTS: usize = 4;
+
+/// Tag of a slot whose passive hold was converted to an active one.
+pub(crate) const CONVERTED: u64 = 1 << 63;
+/// Tag of a free slot; the low bits are the version its owner reported.
+pub(crate) const FREE: u64 = 1 << 62;
+/// Tag of a passive hold taken in [`BarrierMode::Fence`]: its release must
+/// run a real fence (the tag sends it off the fast path).
+pub(crate) const FENCED: u64 = 1 << 61;
+
+const _: () = assert!(PASSIVE_SLOTS.is_power_of_two());
+
+/// One thread's reader status in one domain (the paper's per-core `st`,
+/// per thread in user space). Aligned to 128 bytes so that no two records,
+/// written by different readers on every acquisition, share a line pair.
+#[repr(align(128))]
+#[derive(Debug)]
+pub(crate) struct Record {
+    /// Status words (see the module docs); written by the owner, read by
+    /// writers.
+    slots: [AtomicU64; PASSIVE_SLOTS],
+    /// Claimed by a live thread.
+    in_use: AtomicBool,
+    /// Its thread exited while a guard was leaked: never reused.
+    retired: AtomicBool,
+    /// The next record of the domain's list; set before publication.
+    next: *const Record,
+}
+
+// SAFETY: every field is an atomic except `next`, which is written once
+// before the record is published (Release CAS on the list head) and only
+// read afterwards.
+unsafe impl Sync for Record {}
+// SAFETY: as above; a record is never moved after publication.
+unsafe impl Send for Record {}
+
+impl Record {
+    fn new(next: *const Record) -> Self {
+        Record {
+            slots: core::array::from_fn(|_| AtomicU64::new(FREE)),
+            in_use: AtomicBool::new(true),
+            retired: AtomicBool::new(false),
+            next,
+        }
+    }
+
+    /// A record that is never in a domain, whose slots are never free (the
+    /// fast path's "no record" answer: it falls through to the slow path
+    /// without a null check) or always read as converted (the record of
+    /// active-mode tokens: their release leaves the fast path on the tag).
+    #[cfg(not(loom))]
+    const fn sentinel(word: u64) -> Self {
+        let mut slots = [const { AtomicU64::new(0) }; PASSIVE_SLOTS];
+        let mut i = 0;
+        while i < PASSIVE_SLOTS {
+            slots[i] = AtomicU64::new(word);
+            i += 1;
+        }
+        Record {
+            slots,
+            in_use: AtomicBool::new(true),
+            retired: AtomicBool::new(true),
+            next: ptr::null(),
+        }
+    }
+
+    #[cfg(loom)]
+    fn sentinel(word: u64) -> Self {
+        Record {
+            slots: core::array::from_fn(|_| AtomicU64::new(word)),
+            in_use: AtomicBool::new(true),
+            retired: AtomicBool::new(true),
+            next: ptr::null(),
+        }
+    }
+
+    /// A free slot for a new passive hold (owner only; the caller's store
+    /// of the lock id takes it).
+    #[inline(always)]
+    pub(crate) fn free_slot(&self) -> Option<usize> {
+        // Relaxed: the owner reads its own stores.
+        if self.slots[0].load(Ordering::Relaxed) & FREE != 0 {
+            return Some(0);
+        }
+        self.free_nested_slot()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn free_nested_slot(&self) -> Option<usize> {
+        // Relaxed: the owner reads its own stores.
+        (1..PASSIVE_SLOTS).find(|&i| self.slots[i].load(Ordering::Relaxed) & FREE != 0)
+    }
+
+    /// The slot words, for the owner to publish holds and writers to read.
+    #[inline(always)]
+    pub(crate) fn slot(&self, slot: usize) -> &AtomicU64 {
+        // The mask (PASSIVE_SLOTS is a power of two) spares the fast path a
+        // bounds check; slot numbers come from `free_slot` and are in range.
+        &self.slots[slot % PASSIVE_SLOTS]
+    }
+
+    /// Whether some slot holds lock `id` passively (writer side).
+    #[inline]
+    pub(crate) fn holds(&self, id: u64) -> bool {
+        // Acquire: pairs with the owner's Release store that clears or
+        // converts the slot, so a writer that sees it cleared also sees the
+        // read critical section as finished (and a conversion's increment of
+        // the active count).
+        self.slots
+            .iter()
+            .any(|s| s.load(Ordering::Acquire) & !FENCED == id)
+    }
+
+    /// Whether some slot holds lock `id`, passively or converted (owner
+    /// side, to diagnose a write request inside a read section).
+    pub(crate) fn holds_any_mode(&self, id: u64) -> bool {
+        // Relaxed: the owner reads its own stores.
+        self.slots
+            .iter()
+            .any(|s| s.load(Ordering::Relaxed) & !(CONVERTED | FENCED) == id)
+    }
+
+    /// Whether the owner reported `version` or a later one (in a free slot)
+    /// (writer side).
+    #[inline]
+    fn reported(&self, version: u64) -> bool {
+        self.slots.iter().any(|s| {
+            // Acquire: pairs with the owner's Release store of the report:
+            // its earlier stores (holds still in place) are visible to us.
+            let word = s.load(Ordering::Acquire);
+            word & FREE != 0 && word & !FREE >= version
+        })
+    }
+
+    /// Gives the record back at thread exit (or retires it if a guard was
+    /// leaked, so that no other thread inherits a held slot).
+    fn release(&self) {
+        // Relaxed: the owner reads its own stores.
+        if self
+            .slots
+            .iter()
+            .any(|s| s.load(Ordering::Relaxed) & FREE == 0)
+        {
+            // Relaxed: only read by `Domain::stats` and `claim`.
+            self.retired.store(true, Ordering::Relaxed);
+            return;
+        }
+        // Release: pairs with the Acquire CAS of the next owner in `claim`,
+        // which so inherits this thread's reports and cleared slots.
+        self.in_use.store(false, Ordering::Release);
+    }
+}
+
+/// A set of prwlocks that reach reader consensus together (paper Section
+/// 3.4): one version counter, one list of per-thread status records.
+///
+/// A writer of any lock in a domain increments the domain's version and, if
+/// some reader of the domain has not reported it, issues one heavy barrier
+/// for the whole process; it then waits only for readers of *its* lock.
+/// Unrelated groups of locks can live in separate domains so that their
+/// writers do not bump each other's version (which is what makes readers
+/// report, and lets a writer skip the barrier).
+///
+/// ```
+/// use prwlock::{Domain, PrwLock};
+///
+/// static TABLES: Domain = Domain::new();
+/// static ROUTES: lock_api::RwLock<PrwLock, Vec<u32>> =
+///     lock_api::RwLock::from_raw(PrwLock::in_domain(&TABLES), Vec::new());
+///
+/// ROUTES.write().push(7);
+/// assert_eq!(ROUTES.read().len(), 1);
+/// assert!(TABLES.stats().records >= 1);
+/// ```
+#[derive(Debug)]
+pub struct Domain {
+    /// Incremented by each writer's consensus (Fig. 4 line 6).
+    version: CachePadded<AtomicU64>,
+    /// The record list (push-only; records are reused, never removed).
+    head: AtomicPtr<Record>,
+    /// Records allocated.
+    records: AtomicUsize,
+}
+
+/// What a domain's record list holds (see [`Domain::stats`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DomainStats {
+    /// Records ever allocated: the most threads registered at once.
+    pub records: usize,
+    /// Records owned by a live thread now.
+    pub in_use: usize,
+    /// Records retired because their thread exited with a leaked read guard.
+    pub retired: usize,
+    /// The domain's version (number of writer consensus rounds).
+    pub version: u64,
+}
+
+#[cfg(not(loom))]
+pub(crate) static GLOBAL: Domain = Domain::new();
+#[cfg(not(loom))]
+static NO_RECORD: Record = Record::sentinel(0);
+#[cfg(not(loom))]
+static ACTIVE_RECORD: Record = Record::sentinel(CONVERTED);
+
+#[cfg(loom)]
+loom::lazy_static! {
+    static ref GLOBAL: Domain = Domain::new();
+    static ref NO_RECORD: Record = Record::sentinel(0);
+    static ref ACTIVE_RECORD: Record = Record::sentinel(CONVERTED);
+}
+
+/// The record that active-mode read tokens point to (its slots read as
+/// converted, so their release takes the slow path).
+#[inline]
+pub(crate) fn active_record() -> &'static Record {
+    #[cfg(not(loom))]
+    {
+        &ACTIVE_RECORD
+    }
+    #[cfg(loom)]
+    {
+        &ACTIVE_RECORD
+    }
+}
+
+#[inline(always)]
+fn no_record() -> &'static Record {
+    #[cfg(not(loom))]
+    {
+        &NO_RECORD
+    }
+    #[cfg(loom)]
+    {
+        &NO_RECORD
+    }
+}
+
+impl Default for Domain {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Domain {
+    rwlock_core::loom_const_fn! {
+        /// An empty domain. Locks need it `'static`: put it in a `static`.
+        pub fn new() -> Self {
+            Domain {
+                version: CachePadded::new(AtomicU64::new(0)),
+                head: AtomicPtr::new(ptr::null_mut()),
+                records: AtomicUsize::new(0),
+            }
+        }
+    }
+
+    /// The process-wide domain that [`PrwLock::new`](crate::PrwLock::new)
+    /// and `INIT` use.
+    #[inline]
+    pub fn global() -> &'static Domain {
+        #[cfg(not(loom))]
+        {
+            &GLOBAL
+        }
+        #[cfg(loom)]
+        {
+            &GLOBAL
+        }
+    }
+
+    /// The current version (Acquire: pairs with the writers' SeqCst
+    /// increments, so a reader that reports it has seen their writer words).
+    #[inline(always)]
+    pub(crate) fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+
+    /// A writer's increment (Fig. 4 line 6). SeqCst: a release for readers
+    /// that acquire the new value (see `version`), and part of the writer's
+    /// store-load ordering before it reads records.
+    pub(crate) fn bump(&self) -> u64 {
+        self.version.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    /// Every record of the domain.
+    pub(crate) fn records(&self) -> Records<'_> {
+        // Acquire: pairs with the Release CAS in `claim` that publishes a
+        // new record (its `next` and initial fields).
+        Records {
+            next: self.head.load(Ordering::Acquire),
+            _domain: core::marker::PhantomData,
+        }
+    }
+
+    /// Whether every live record other than `own` reported at least
+    /// `version`: then no reader of the domain can be in the window between
+    /// its status store and its check of a writer word (see the lock's
+    /// module docs), and the heavy barrier is not needed.
+    pub(crate) fn all_reported(&self, version: u64, own: *const Record) -> bool {
+        self.records().all(|r| {
+            ptr::eq(r, own)
+                // Acquire: a free record's last owner released it (Release);
+                // a thread that claims it afterwards runs a SeqCst fence
+                // before its first check of a writer word (see `claim`).
+                || !r.in_use.load(Ordering::Acquire)
+                || r.reported(version)
+        })
+    }
+
+    /// Whether any record holds lock `id` passively.
+    pub(crate) fn any_holds(&self, id: u64) -> bool {
+        self.records().any(|r| r.holds(id))
+    }
+
+    /// Counts of the record list (a snapshot: threads come and go).
+    pub fn stats(&self) -> DomainStats {
+        let mut stats = DomainStats {
+            // Relaxed: a statistic.
+            records: self.records.load(Ordering::Relaxed),
+            in_use: 0,
+            retired: 0,
+            version: self.version.load(Ordering::Relaxed),
+        };
+        for r in self.records() {
+            // Relaxed: statistics.
+            if r.retired.load(Ordering::Relaxed) {
+                stats.retired += 1;
+            } else if r.in_use.load(Ordering::Relaxed) {
+                stats.in_use += 1;
+            }
+        }
+        stats
+    }
+
+    /// A record for the calling thread: a free one if there is one, else a
+    /// new one pushed on the list.
+    #[cold]
+    fn claim(&'static self) -> &'static Record {
+        let claimed = self.records().find(|r| {
+            !r.retired.load(Ordering::Relaxed)
+                // Acquire on success: pairs with the last owner's Release in
+                // `Record::release`.
+                && r
+                    .in_use
+                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+        });
+        let record = match claimed {
+            Some(r) => r,
+            None => {
+                let mut head = self.head.load(Ordering::Relaxed);
+                let fresh = Box::into_raw(Box::new(Record::new(head)));
+                loop {
+                    // Release: publishes the record's fields to walkers
+                    // (Acquire in `records`). SeqCst on success for the
+                    // fence argument below.
+                    match self.head.compare_exchange_weak(
+                        head,
+                        fresh,
+                        Ordering::SeqCst,
+                        Ordering::Relaxed,
+                    ) {
+                        Ok(_) => break,
+                        Err(now) => {
+                            head = now;
+                            // SAFETY: `fresh` is ours until the CAS succeeds.
+                            unsafe { (*fresh).next = now };
+                        }
+                    }
+                }
+                // Relaxed: a statistic.
+                self.records.fetch_add(1, Ordering::Relaxed);
+                // SAFETY: published records are never freed (domains are
+                // 'static and records are reused, not removed).
+                unsafe { &*fresh }
+            }
+        };
+        // SeqCst fence: a writer that walked the list before our CAS (and so
+        // did not see this record, or saw it free) ran a SeqCst fence after
+        // setting its writer word; this fence follows it in the single
+        // SeqCst order, so our first check of a writer word sees it.
+        fence(Ordering::SeqCst);
+        record
+    }
+}
+
+/// Iterator over a domain's records.
+pub(crate) struct Records<'a> {
+    next: *const Record,
+    _domain: core::marker::PhantomData<&'a Domain>,
+}
+
+impl<'a> Iterator for Records<'a> {
+    type Item = &'a Record;
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a Record> {
+        if self.next.is_null() {
+            return None;
+        }
+        // SAFETY: published records are never freed and `next` links were
+        // written before publication (see `Domain::claim`).
+        let r = unsafe { &*self.next };
+        self.next = r.next;
+        Some(r)
+    }
+}
+
+/// The calling thread's records, one per domain it read in.
+struct Registrations {
+    list: RefCell<Vec<(&'static Domain, &'static Record)>>,
+}
+
+impl Drop for Registrations {
+    fn drop(&mut self) {
+        // The cache may be read by destructors that run after this one:
+        // empty it first so that they register afresh (and, finding this
+        // list gone, read in active mode).
+        let _ = CACHE.try_with(|c| c.set((ptr::null(), no_record())));
+        #[cfg(not(loom))]
+        let _ = GLOBAL_RECORD.try_with(|c| c.set(&NO_RECORD));
+        for (_, record) in self.list.borrow_mut().drain(..) {
+            record.release();
+        }
+    }
+}
+
+#[cfg(not(loom))]
+crate::sync::thread_local! {
+    /// The fast path's cache: the domain read in last and this thread's
+    /// record there. `const` and without a destructor, so reading it is one
+    /// thread-pointer-relative load and works during thread teardown.
+    static CACHE: Cell<(*const Domain, *const Record)> =
+        const { Cell::new((ptr::null(), &NO_RECORD)) };
+    /// The same for the global domain, which most locks use: one load.
+    static GLOBAL_RECORD: Cell<*const Record> = const { Cell::new(&NO_RECORD) };
+    static REGISTRATIONS: Registrations =
+        const { Registrations { list: RefCell::new(Vec::new()) } };
+}
+
+// loom's `thread_local!` has no `const` initialiser form.
+#[cfg(loom)]
+crate::sync::thread_local! {
+    static CACHE: Cell<(*const Domain, *const Record)> = Cell::new((ptr::null(), no_record()));
+    static REGISTRATIONS: Registrations = Registrations { list: RefCell::new(Vec::new()) };
+}
+
+/// The cached record of `domain` for the calling thread, or a sentinel
+/// whose slots are never free. Only set in `Membarrier` mode, so a real
+/// record here also says the light barrier is a compiler fence.
+#[inline(always)]
+pub(crate) fn cached(domain: &Domain) -> &'static Record {
+    #[cfg(not(loom))]
+    if ptr::eq(domain, &GLOBAL) {
+        // SAFETY: the cell holds NO_RECORD or this thread's record, both
+        // never freed.
+        return unsafe { &*GLOBAL_RECORD.with(Cell::get) };
+    }
+    let (d, r) = CACHE.with(Cell::get);
+    if ptr::eq(d, domain) {
+        // SAFETY: as above.
+        unsafe { &*r }
+    } else {
+        no_record()
+    }
+}
+
+/// The calling thread's record in `domain`, if it has one (no registration).
+pub(crate) fn find(domain: &'static Domain) -> Option<&'static Record> {
+    REGISTRATIONS
+        .try_with(|regs| {
+            regs.list
+                .borrow()
+                .iter()
+                .find(|(d, _)| ptr::eq(*d, domain))
+                .map(|&(_, r)| r)
+        })
+        .ok()
+        .flatten()
+}
+
+/// The calling thread's record in `domain`, registering it on first use.
+/// `None` once the thread's thread-locals are being destroyed (the caller
+/// then reads in active mode).
+#[cold]
+pub(crate) fn register(domain: &'static Domain) -> Option<&'static Record> {
+    let record = REGISTRATIONS
+        .try_with(|regs| {
+            let found = regs
+                .list
+                .borrow()
+                .iter()
+                .find(|(d, _)| ptr::eq(*d, domain))
+                .map(|&(_, r)| r);
+            found.unwrap_or_else(|| {
+                let r = domain.claim();
+                regs.list.borrow_mut().push((domain, r));
+                r
+            })
+        })
+        .ok()?;
+    if barrier::barrier_mode() == BarrierMode::Membarrier {
+        #[cfg(not(loom))]
+        if ptr::eq(domain, &GLOBAL) {
+            let _ = GLOBAL_RECORD.try_with(|c| c.set(record));
+            return Some(record);
+        }
+        let _ = CACHE.try_with(|c| c.set((domain, record)));
+    }
+    Some(record)
+}

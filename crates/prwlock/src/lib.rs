@@ -1,0 +1,91 @@
+//! The passive reader-writer lock (prwlock; Liu, Zhang & Chen, "Scalable
+//! Read-mostly Synchronization Using Passive Reader-Writer Locks", USENIX
+//! ATC 2014, and its journal version FCP) at user level on stock Linux.
+//!
+//! A reader writes only its own thread's status word: no atomic
+//! read-modify-write, no memory fence, no shared cache line written. A
+//! writer reaches consensus with the readers through a version number that
+//! readers report when they release, and for the readers that have not
+//! reported, one `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` (the user
+//! space stand-in for the paper's IPIs). Reads are therefore nearly free and
+//! perfectly scalable; writes cost microseconds. Use it where writes are
+//! rare (configuration, routing tables, membership): for a read-mostly
+//! workload with frequent writes, a BRAVO or cohort lock does better.
+//!
+//! ```
+//! // A one-line swap for parking_lot::RwLock:
+//! type RwLock<T> = lock_api::RwLock<prwlock::PrwLock, T>;
+//!
+//! static CONFIG: RwLock<Vec<&str>> = RwLock::new(Vec::new());
+//! CONFIG.write().push("listen 80");
+//! assert_eq!(CONFIG.read().len(), 1);
+//! ```
+//!
+//! A read guard stays on the thread that took it:
+//!
+//! ```compile_fail
+//! fn assert_send<T: Send>() {}
+//! assert_send::<prwlock::RwLockReadGuard<'static, u8>>();
+//! ```
+//!
+//! # What is here
+//! - [`PrwLock`]: the lock (`lock_api::RawRwLock` with the try variants and
+//!   `is_locked*`, and `RawRwLockDowngrade`). Its read guards are not
+//!   `Send`: a reader's status lives in its thread. [`RwLock`] is the alias.
+//! - [`Domain`]: a group of locks that reach consensus together, with the
+//!   per-thread status records (paper Section 3.4). Locks use
+//!   [`Domain::global`] unless made with [`PrwLock::in_domain`].
+//! - [`PrwLock::schedule_out`] / [`ReadGuardExt::schedule_out`]: a reader
+//!   about to block converts its hold to active mode (Fig. 7 `ScheduleOut`).
+//! - [`barrier_mode`]: whether this process runs with `membarrier` or in
+//!   the slower fallback where readers pay a fence (`membarrier` refused, or
+//!   [`force_fence_mode`] / `PRWLOCK_FORCE_FENCE=1`).
+//!
+//! # Threads
+//! A thread registers a status record in a domain on its first read there
+//! and gives it back when it exits (thread-local destructor); records are
+//! reused, so memory is bounded by the most threads alive at once. A writer
+//! never waits for an exited thread. Dropping a lock while threads that
+//! read it are registered is fine: records name locks by a unique id, not
+//! by address. A thread may hold [`PASSIVE_SLOTS`] locks of one domain in
+//! passive mode at once; further nested reads use the lock's active counter
+//! (correct, a little slower).
+//!
+//! # Costs, measured (`docs/prwlock.md`)
+//! Uncontended read lock and unlock: a handful of loads and stores, no
+//! `lock`-prefixed instruction and no `mfence` (`tests/fast_path_asm.rs`
+//! checks the compiled code). Write: the writer mutex, a version increment,
+//! a scan of the domain's records and, unless every reader reported the new
+//! version within about a microsecond, one `membarrier` (about 3 µs on the
+//! development VM, more with more CPUs).
+//!
+//! # Caveats
+//! - Writer preference with hand-off: a stream of writers passes the lock
+//!   along and keeps readers out until it ends (paper Fig. 4).
+//! - Reads are not recursive behind a waiting writer (a nested read of the
+//!   same lock can deadlock), and a thread that asks for the write lock
+//!   while holding a passive read of it panics instead of deadlocking.
+//! - A reader that blocks for long inside its section without
+//!   [`PrwLock::schedule_out`] makes writers poll (spin, yield, then sleep
+//!   until woken by its release); correctness does not depend on it.
+
+#![warn(missing_docs)]
+
+pub mod barrier;
+pub mod domain;
+#[cfg(all(test, loom))]
+mod loom_tests;
+pub mod prwlock;
+
+pub(crate) use rwlock_core::sync;
+
+pub use barrier::{BarrierMode, ModeAlreadyChosen, barrier_mode, force_fence_mode};
+pub use domain::{Domain, DomainStats, PASSIVE_SLOTS};
+pub use prwlock::{PrwLock, ReadGuardExt, ReadToken, WriteToken};
+
+/// `lock_api::RwLock` over [`PrwLock`].
+pub type RwLock<T> = lock_api::RwLock<PrwLock, T>;
+/// Read guard of [`RwLock`] (not `Send`).
+pub type RwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, PrwLock, T>;
+/// Write guard of [`RwLock`].
+pub type RwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, PrwLock, T>;

@@ -1,0 +1,191 @@
+//! loom models (`RUSTFLAGS="--cfg loom"`, bounded by `LOOM_MAX_PREEMPTIONS`).
+//!
+//! The protected data is a loom `UnsafeCell`: a writer that overlaps anybody
+//! is reported as a causality violation, a lost wake-up as a deadlock.
+//!
+//! What the models cannot see: loom has no IPIs and no `membarrier`. Both
+//! sides of the asymmetric barrier are modelled as what `membarrier`
+//! guarantees, a SeqCst fence: the reader's light barrier (a compiler fence
+//! in the real build) is a SeqCst fence here (`sync::compiler_fence`), and
+//! the writer's heavy barrier is a SeqCst fence (`barrier::heavy`). The
+//! models therefore check the protocol built on the pair (status store,
+//! barrier, writer-word check; WRITER store, barrier, status scan; version
+//! reports; the wake-up of a parked writer by a reader's plain store), not
+//! the kernel's implementation of the pair. Models run with the thread's
+//! record cached, as in `Membarrier` mode; `Fence` mode is the same code
+//! with real fences, covered by `tests/fence_mode.rs`.
+
+use lock_api::{RawRwLock, RawRwLockDowngrade};
+use loom::sync::Arc;
+use loom::thread;
+
+use crate::PrwLock;
+use crate::sync::UnsafeCell;
+
+/// A lock and the data it guards.
+struct Shared {
+    lock: PrwLock,
+    data: UnsafeCell<u32>,
+}
+
+// SAFETY: `data` is only accessed under `lock`, which is what the models check.
+unsafe impl Sync for Shared {}
+// SAFETY: as above.
+unsafe impl Send for Shared {}
+
+impl Shared {
+    fn new() -> Arc<Self> {
+        Arc::new(Shared {
+            lock: PrwLock::new(),
+            data: UnsafeCell::new(0),
+        })
+    }
+
+    fn write(&self) {
+        let g = self.lock.lock_exclusive();
+        // SAFETY: exclusive access under the lock (loom reports it otherwise).
+        self.data.with_mut(|p| unsafe { *p += 1 });
+        // SAFETY: our exclusive acquisition.
+        unsafe { self.lock.unlock_exclusive(g) };
+    }
+
+    fn read(&self) -> u32 {
+        let g = self.lock.lock_shared();
+        // SAFETY: shared access under the lock.
+        let v = self.data.with(|p| unsafe { *p });
+        // SAFETY: our shared acquisition.
+        unsafe { self.lock.unlock_shared(g) };
+        v
+    }
+}
+
+/// A reader on the slow path (its thread's first read: registration,
+/// then Fig. 3) against a writer (Fig. 4).
+#[test]
+fn loom_tests_first_read_vs_writer() {
+    loom::model(|| {
+        let s = Shared::new();
+        let r = {
+            let s = s.clone();
+            thread::spawn(move || assert!(s.read() <= 1))
+        };
+        s.write();
+        r.join().unwrap();
+        assert_eq!(s.read(), 1);
+    });
+}
+
+/// A reader on the fast path (registered before the writer exists) against
+/// a writer: the reader either backs off or is waited for, and a writer
+/// parked waiting for it is woken by its plain release.
+#[test]
+fn loom_tests_fast_read_vs_writer() {
+    loom::model(|| {
+        let s = Shared::new();
+        assert_eq!(s.read(), 0);
+        let w = {
+            let s = s.clone();
+            thread::spawn(move || s.write())
+        };
+        assert!(s.read() <= 1);
+        w.join().unwrap();
+        assert_eq!(s.read(), 1);
+    });
+}
+
+/// A reader converts its hold before blocking (Fig. 7 `ScheduleOut`) while
+/// a writer runs its consensus: the writer waits for the active count.
+#[test]
+fn loom_tests_scheduled_out_reader_vs_writer() {
+    loom::model(|| {
+        let s = Shared::new();
+        assert_eq!(s.read(), 0);
+        let w = {
+            let s = s.clone();
+            thread::spawn(move || s.write())
+        };
+        let g = s.lock.lock_shared();
+        assert!(s.lock.schedule_out() <= 1);
+        // SAFETY: shared access under the lock.
+        let v = s.data.with(|p| unsafe { *p });
+        assert!(v <= 1);
+        // SAFETY: our shared acquisition.
+        unsafe { s.lock.unlock_shared(g) };
+        w.join().unwrap();
+        assert_eq!(s.read(), 1);
+    });
+}
+
+/// Two writers (the second may be PASSed the lock and skip consensus) and
+/// a registered reader: the reader is never let in between them unseen.
+#[test]
+fn loom_tests_passed_writers_vs_reader() {
+    loom::model(|| {
+        let s = Shared::new();
+        assert_eq!(s.read(), 0);
+        let writers: Vec<_> = (0..2)
+            .map(|_| {
+                let s = s.clone();
+                thread::spawn(move || s.write())
+            })
+            .collect();
+        assert!(s.read() <= 2);
+        for w in writers {
+            w.join().unwrap();
+        }
+        assert_eq!(s.read(), 2);
+    });
+}
+
+/// A downgraded writer keeps the next writer out (no PASS after a
+/// downgrade).
+#[test]
+fn loom_tests_downgrade_vs_writer() {
+    loom::model(|| {
+        let s = Shared::new();
+        let w = {
+            let s = s.clone();
+            thread::spawn(move || s.write())
+        };
+        let g = s.lock.lock_exclusive();
+        // SAFETY: exclusive access under the lock.
+        s.data.with_mut(|p| unsafe { *p += 10 });
+        // SAFETY: our exclusive acquisition.
+        let r = unsafe { s.lock.downgrade(g) };
+        // SAFETY: shared access under the lock.
+        let v = s.data.with(|p| unsafe { *p });
+        assert!(v == 10 || v == 11);
+        // SAFETY: our shared acquisition.
+        unsafe { s.lock.unlock_shared(r) };
+        w.join().unwrap();
+        assert_eq!(s.read(), 11);
+    });
+}
+
+/// Two registered readers and a writer: the writer's consensus covers
+/// both (one may report the version, the other need the barrier).
+#[test]
+fn loom_tests_two_fast_readers_vs_writer() {
+    loom::model(|| {
+        let s = Shared::new();
+        let (ready_tx, ready_rx) = loom::sync::mpsc::channel();
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let (s, ready) = (s.clone(), ready_tx.clone());
+                thread::spawn(move || {
+                    // Register (no writer yet), then read concurrently.
+                    assert_eq!(s.read(), 0);
+                    ready.send(()).unwrap();
+                    assert!(s.read() <= 1);
+                })
+            })
+            .collect();
+        ready_rx.recv().unwrap();
+        ready_rx.recv().unwrap();
+        s.write();
+        for r in readers {
+            r.join().unwrap();
+        }
+        assert_eq!(s.read(), 1);
+    });
+}

@@ -1,0 +1,782 @@
+//! [`PrwLock`]: the passive reader-writer lock at user level (Liu, Zhang &
+//! Chen, ATC'14, Figures 3, 4 and 7; Section 3.5; FCP Section 4.2).
+//!
+//! # State
+//!
+//! One 64-bit word, `state`:
+//!
+//! | bits  | name        | meaning                                                    |
+//! |-------|-------------|------------------------------------------------------------|
+//! | 0     | `WRITER`    | the writer mutex is held (acquiring, holding, or passed): readers stay out |
+//! | 1     | `PASS`      | handed to a waiting writer without releasing (Fig. 4 `PASS`) |
+//! | 2     | `EXCLUSIVE` | a writer finished consensus and holds the lock              |
+//! | 3     | `NO_ID`     | the id is not assigned yet (set in `INIT`)                 |
+//! | 8..64 | id          | the lock's process-unique id (0 until first use)            |
+//!
+//! plus `active` (the paper's active-reader counter) and three wait queues
+//! (readers waiting for `WRITER` to clear, writers waiting for the mutex, a
+//! writer waiting for readers to leave). The readers' status lives in their
+//! thread's record of the lock's [`Domain`].
+//!
+//! # Readers (Fig. 3 `ReadLock`, Fig. 7 `ReadUnlock`)
+//!
+//! ```text
+//! lock:   slot <- id                (PASSIVE: Fig. 3 line 2)
+//!         light barrier             (compiler fence: line 9's "barrier on non-TSO")
+//!         if WRITER: slot <- 0, report, wait for WRITER to clear, retry (lines 3-8)
+//! unlock: slot <- 0                 (Fig. 7 line 2)
+//!         if converted: active -= 1 (Fig. 7 lines 3-5)
+//!         light barrier; wake a writer parked on us, if any
+//!         report the domain version (Fig. 7 line 6)
+//! ```
+//!
+//! No read-modify-write and no fence: a few loads and stores to the
+//! thread's own record and lines that only writers write
+//! (`tests/fast_path_asm.rs` checks the compiled fast path). A thread that
+//! holds more than [`PASSIVE_SLOTS`](crate::PASSIVE_SLOTS) prwlocks of one
+//! domain at once, or reads while its thread-locals are being destroyed,
+//! reads in *active* mode: `active += 1`, SeqCst fence, check `WRITER`.
+//!
+//! # Writers (Fig. 4 `WriteLock`, `WriteUnlock`)
+//!
+//! ```text
+//! lock:   take the writer mutex (sets WRITER); if it was PASSed, done (lines 1-4)
+//!         v <- ++domain.version; SeqCst fence                       (line 6)
+//!         phase 1: if some live record of the domain has not reported v
+//!                  (after a short spin), one heavy barrier (membarrier:
+//!                  the user-space AskForReport of lines 7-11);
+//!                  then wait until no record holds id               (lines 12-14)
+//!         phase 2: wait until active == 0                           (lines 15-16)
+//! unlock: if writers wait, PASS (WRITER stays set: the next writer
+//!         inherits the consensus), else clear WRITER and wake readers
+//! ```
+//!
+//! Why it is correct: a reader publishes its hold, runs the light barrier,
+//! then reads `WRITER`; a writer sets `WRITER`, runs the heavy barrier (or
+//! knows the reader already reported its version, which it could only have
+//! read after `WRITER` was set), then reads the reader's hold. The barrier
+//! pair guarantees that at least one of them sees the other's store
+//! ([`crate::barrier`]), so a reader either backs off or is waited for.
+//! Readers read `WRITER` with Acquire and clear their hold with Release,
+//! pairing with the writer's release and its Acquire scan: a read section
+//! happens entirely before or entirely after a write section.
+//!
+//! Waiting: readers park on the lock until `WRITER` clears (woken by the
+//! writer's release). A writer spins, yields, then parks until the readers
+//! it waits for are gone; a passive reader's unlock checks (one load) whether
+//! a writer is parked and wakes it, with the light/heavy barrier pair closing
+//! the lost-wake-up window ([`Waiters::wait_until_with_barrier`]). A reader
+//! that will block inside its critical section (I/O, a condition variable,
+//! another lock) should call [`PrwLock::schedule_out`] first (Fig. 7
+//! `ScheduleOut`): its hold moves to `active`, and a writer waiting for it
+//! parks instead of polling. A reader that is merely descheduled needs
+//! nothing: a writer waits for it (it reports when it runs again).
+//!
+//! Preference: consecutive writers hand the lock over with `PASS`, as the
+//! paper's writer-preference variant does; readers wait until no writer is
+//! queued. Reads are not recursive: a nested read of the same lock behind a
+//! waiting writer deadlocks, as in any writer-preferring lock.
+
+use core::marker::PhantomData;
+use core::ptr;
+
+use rwlock_core::wait::{DefaultWait, Waiters};
+
+use crate::barrier::{self, BarrierMode};
+use crate::domain::{self, CONVERTED, Domain, FENCED, FREE, Record};
+use crate::sync::{AtomicU32, AtomicU64, AtomicUsize, Ordering, fence, spin_loop};
+
+const WRITER: u64 = 1;
+const PASS: u64 = 1 << 1;
+const EXCLUSIVE: u64 = 1 << 2;
+/// Set until the lock's id is assigned (so that the read fast path tests
+/// "writer in, or no id yet" with one instruction).
+const NO_ID: u64 = 1 << 3;
+const ID_SHIFT: u32 = 8;
+
+/// The status word of a passive hold of lock `id` taken in `mode`.
+#[inline]
+fn hold_word(id: u64, mode: BarrierMode) -> u64 {
+    match mode {
+        BarrierMode::Membarrier => id,
+        BarrierMode::Fence => id | FENCED,
+    }
+}
+
+/// Ids are unique per process; 56 bits never run out, and id `| CONVERTED`
+/// (bit 63) never equals an id.
+static NEXT_ID: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1);
+
+/// Rounds of spinning a writer gives readers to report its version before
+/// it pays for a heavy barrier (each round: a scan of the domain's records
+/// and `REPORT_SPINS` spin hints; about a microsecond in all, a third of a
+/// `membarrier` on the development machine).
+const REPORT_ROUNDS: u32 = 8;
+const REPORT_SPINS: u32 = 16;
+
+/// The passive reader-writer lock. See the [module docs](self) for the
+/// protocol and the [crate docs](crate) for when to use it.
+///
+/// ```
+/// use lock_api::RawRwLock;
+/// type RwLock<T> = lock_api::RwLock<prwlock::PrwLock, T>;
+///
+/// static ROUTES: RwLock<Vec<u32>> = RwLock::new(Vec::new());
+/// ROUTES.write().push(1);
+/// assert_eq!(ROUTES.read()[0], 1);
+/// ```
+#[derive(Debug)]
+pub struct PrwLock {
+    state: AtomicU64,
+    /// Readers in active mode (Fig. 3/7 `lock.active`).
+    active: AtomicUsize,
+    /// Writers queued for the writer mutex (decides `PASS`).
+    writers_waiting: AtomicU32,
+    /// Readers waiting for `WRITER` to clear.
+    readers: Waiters,
+    /// Writers waiting for the writer mutex.
+    writers: Waiters,
+    /// The writer waiting for readers to leave.
+    drain: Waiters,
+    domain: &'static Domain,
+}
+
+/// Token bits below the record address (records are 128-byte aligned).
+const TOKEN_SLOT_MASK: usize = crate::PASSIVE_SLOTS - 1;
+/// An active-mode hold (the token's record is the active sentinel).
+const TOKEN_ACTIVE: usize = 1 << 5;
+const TOKEN_BITS: usize = 63;
+const _: () = assert!(crate::PASSIVE_SLOTS <= 32 && core::mem::align_of::<Record>() > TOKEN_BITS);
+
+/// What a read acquisition hands to its release: the thread's status
+/// record and slot, packed in one word so that it travels in a register.
+/// Not `Send`: the record belongs to the thread.
+pub struct ReadToken {
+    bits: usize,
+    _not_send: PhantomData<*const Record>,
+}
+
+impl core::fmt::Debug for ReadToken {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ReadToken")
+            .field("passive", &self.is_passive())
+            .field("slot", &self.slot())
+            .finish()
+    }
+}
+
+/// What a write acquisition hands to its release (nothing thread-bound: a
+/// write guard may be released, or downgraded, on another thread).
+#[derive(Debug)]
+pub struct WriteToken(PhantomData<()>);
+
+impl ReadToken {
+    #[inline(always)]
+    fn passive(record: &Record, slot: usize) -> Self {
+        ReadToken {
+            bits: record as *const Record as usize | slot,
+            _not_send: PhantomData,
+        }
+    }
+
+    fn active() -> Self {
+        ReadToken {
+            bits: domain::active_record() as *const Record as usize | TOKEN_ACTIVE,
+            _not_send: PhantomData,
+        }
+    }
+
+    #[inline(always)]
+    fn record(&self) -> &'static Record {
+        // SAFETY: the bits above TOKEN_BITS are the address of a record or
+        // sentinel, never freed (domain.rs).
+        unsafe { &*((self.bits & !TOKEN_BITS) as *const Record) }
+    }
+
+    #[inline(always)]
+    fn slot(&self) -> usize {
+        self.bits & TOKEN_SLOT_MASK
+    }
+
+    /// Whether this hold is in passive mode (a slot of the thread's record)
+    /// rather than on the lock's active counter.
+    pub fn is_passive(&self) -> bool {
+        self.bits & TOKEN_ACTIVE == 0
+    }
+}
+
+impl Default for PrwLock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PrwLock {
+    /// An unlocked lock in the process-wide [`Domain::global`].
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        Self::in_domain(&domain::GLOBAL)
+    }
+
+    /// An unlocked lock in the process-wide domain (loom build: not `const`).
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        Self::in_domain(Domain::global())
+    }
+
+    rwlock_core::loom_const_fn! {
+        /// An unlocked lock in `domain`: its writers reach consensus only
+        /// with readers of that domain's locks.
+        pub fn in_domain(domain: &'static Domain) -> Self {
+            PrwLock {
+                state: AtomicU64::new(NO_ID),
+                active: AtomicUsize::new(0),
+                writers_waiting: AtomicU32::new(0),
+                readers: Waiters::new(),
+                writers: Waiters::new(),
+                drain: Waiters::new(),
+                domain,
+            }
+        }
+    }
+
+    /// The domain this lock reaches consensus in.
+    pub fn domain(&self) -> &'static Domain {
+        self.domain
+    }
+
+    /// Readers holding the lock in active mode now (a snapshot).
+    pub fn active_readers(&self) -> usize {
+        // Relaxed: a snapshot for diagnostics.
+        self.active.load(Ordering::Relaxed)
+    }
+
+    /// The lock's id, assigning one on first use.
+    #[inline(always)]
+    fn id(&self) -> u64 {
+        // Relaxed: the id never changes once set; coherence gives every
+        // later load of `state` by this thread the same id.
+        let id = self.state.load(Ordering::Relaxed) >> ID_SHIFT;
+        if id != 0 { id } else { self.assign_id() }
+    }
+
+    #[cold]
+    fn assign_id(&self) -> u64 {
+        // Relaxed: uniqueness only.
+        let fresh = NEXT_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        assert!(fresh < 1 << (64 - ID_SHIFT), "prwlock ids exhausted");
+        // Relaxed: the id is not a publication; the low bits are kept.
+        let mut s = self.state.load(Ordering::Relaxed);
+        loop {
+            if s >> ID_SHIFT != 0 {
+                return s >> ID_SHIFT;
+            }
+            match self.state.compare_exchange_weak(
+                s,
+                (s & !NO_ID) | fresh << ID_SHIFT,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return fresh,
+                Err(now) => s = now,
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- readers
+
+    /// Fig. 3 `ReadLock`'s common case, in `Membarrier` mode with the
+    /// thread's record cached: store, compiler fence, load.
+    #[inline(always)]
+    fn read_fast(&self) -> Option<ReadToken> {
+        // A sentinel with no free slot if the thread has no cached record.
+        let record = domain::cached(self.domain);
+        // Relaxed: a first look (id, and skip the store if a writer is in);
+        // the check that counts is the one after the barrier.
+        let word = self.state.load(Ordering::Relaxed);
+        if word & (WRITER | NO_ID) != 0 {
+            return None;
+        }
+        let id = word >> ID_SHIFT;
+        let slot = record.free_slot()?;
+        // Relaxed: ordered before the load of `state` below by the light
+        // barrier, which pairs with a writer's heavy barrier (or its
+        // version report, see the module docs).
+        record.slot(slot).store(id, Ordering::Relaxed);
+        barrier::light();
+        // Acquire: pairs with the writer's releasing RMW on `state`, so the
+        // critical section sees the last writer's stores.
+        if self.state.load(Ordering::Acquire) & WRITER == 0 {
+            return Some(ReadToken::passive(record, slot));
+        }
+        self.back_off(record, slot, BarrierMode::Membarrier);
+        None
+    }
+
+    /// A writer came in between: withdraw the hold (Fig. 3 lines 4-5).
+    #[cold]
+    #[inline(never)]
+    fn back_off(&self, record: &Record, slot: usize, mode: BarrierMode) {
+        // Release: pairs with the writer's Acquire scan; reports the version
+        // (Fig. 3 lines 4-5).
+        record
+            .slot(slot)
+            .store(FREE | self.domain.version(), Ordering::Release);
+        barrier::light_in(mode);
+        self.drain.wake_all_after_barrier();
+    }
+
+    /// One acquisition outside the fast path; `None` if a writer is in.
+    #[cold]
+    #[inline(never)]
+    fn read_attempt(&self) -> Option<ReadToken> {
+        let id = self.id();
+        let mode = barrier::barrier_mode();
+        let reserved =
+            domain::register(self.domain).and_then(|r| r.free_slot().map(|slot| (r, slot)));
+        match reserved {
+            Some((record, slot)) => {
+                // Relaxed: ordered by the barrier below (as in `read_fast`).
+                record
+                    .slot(slot)
+                    .store(hold_word(id, mode), Ordering::Relaxed);
+                barrier::light_in(mode);
+                // Acquire: as in `read_fast`.
+                if self.state.load(Ordering::Acquire) & WRITER == 0 {
+                    return Some(ReadToken::passive(record, slot));
+                }
+                self.back_off(record, slot, mode);
+                None
+            }
+            None => {
+                // Active mode (Fig. 3 ReadUnlock's `else` branch, taken up
+                // front): SeqCst RMW then SeqCst fence, pairing with the
+                // writer's SeqCst fence between setting WRITER and reading
+                // `active` (a Dekker pair; the fence also makes loom see it).
+                self.active.fetch_add(1, Ordering::SeqCst);
+                fence(Ordering::SeqCst);
+                // Acquire: as in `read_fast`.
+                if self.state.load(Ordering::Acquire) & WRITER == 0 {
+                    return Some(ReadToken::active());
+                }
+                self.release_active();
+                None
+            }
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn lock_shared_slow(&self) -> ReadToken {
+        loop {
+            if let Some(token) = self.read_attempt() {
+                return token;
+            }
+            // Acquire: the writer's release publishes its section; the wake
+            // protocol needs the writer's SeqCst RMW before `wake_all`.
+            self.readers
+                .wait_until::<DefaultWait>(|| self.state.load(Ordering::Acquire) & WRITER == 0);
+        }
+    }
+
+    #[inline(always)]
+    fn unlock_shared_inline(&self, token: ReadToken) {
+        let record = token.record();
+        let slot = token.slot();
+        // Relaxed: the owner reads its own store. A tag sends the release
+        // off the fast path: CONVERTED (Fig. 7's `preempted` flag, and the
+        // active sentinel's slots) or FENCED (the fallback mode).
+        if record.slot(slot).load(Ordering::Relaxed) & (CONVERTED | FENCED) == 0 {
+            // Release: pairs with the writer's Acquire scan
+            // (`Record::holds`): the read section happens before the
+            // writer's (Fig. 7 line 2).
+            record.slot(slot).store(FREE, Ordering::Release);
+            barrier::light();
+            // Relaxed: ordered after our store by the light barrier, which
+            // pairs with the writer's heavy barrier: a writer that parked
+            // waiting for us set WRITER before its barrier, so either it
+            // sees our slot free or we see WRITER here.
+            if self.state.load(Ordering::Relaxed) & WRITER != 0 {
+                self.release_under_writer(record, slot);
+            }
+            return;
+        }
+        self.unlock_shared_slow(token)
+    }
+
+    /// A writer is at the door as we leave: report the version (Fig. 7
+    /// line 6; reports only matter while a writer seeks consensus) and wake
+    /// the writer if it parked waiting for readers.
+    #[cold]
+    #[inline(never)]
+    fn release_under_writer(&self, record: &Record, slot: usize) {
+        // Release: pairs with the writer's Acquire in `all_reported`.
+        record
+            .slot(slot)
+            .store(FREE | self.domain.version(), Ordering::Release);
+        self.drain.wake_all_after_barrier();
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn unlock_shared_slow(&self, token: ReadToken) {
+        if !token.is_passive() {
+            self.release_active();
+            return;
+        }
+        let record = token.record();
+        let slot = token.slot();
+        // Relaxed: the owner reads its own store.
+        let converted = record.slot(slot).load(Ordering::Relaxed) & CONVERTED != 0;
+        // Release: as in `unlock_shared_inline` (for a converted hold it
+        // only clears the tag; `active` below is what writers wait on).
+        record.slot(slot).store(FREE, Ordering::Release);
+        if converted {
+            // Fig. 7 lines 3-5.
+            self.release_active();
+        } else {
+            // A FENCED hold: the light barrier of Fence mode.
+            barrier::light_in(BarrierMode::Fence);
+            // Relaxed: as in `unlock_shared_inline`.
+            if self.state.load(Ordering::Relaxed) & WRITER != 0 {
+                self.release_under_writer(record, slot);
+            }
+        }
+    }
+
+    /// `active -= 1`, waking a writer waiting for the last one.
+    #[cold]
+    #[inline(never)]
+    fn release_active(&self) {
+        // SeqCst RMW (Release for the read section): the state change the
+        // `drain` wait protocol requires before `wake_all`.
+        if self.active.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.drain.wake_all();
+        }
+    }
+
+    /// The user-level `ScheduleOut` of Fig. 7: converts the calling
+    /// thread's passive read holds of this lock to active ones, so that a
+    /// writer waiting for them sleeps until they are released instead of
+    /// polling. Call it inside a read section before blocking (I/O, a
+    /// condition variable, another lock). Returns how many holds were
+    /// converted (0 if the thread holds none in passive mode). The holds
+    /// are released as usual; a converted hold never turns passive again.
+    ///
+    /// ```
+    /// use prwlock::{ReadGuardExt, RwLock};
+    ///
+    /// let config = RwLock::new(String::from("v1"));
+    /// let guard = config.read();
+    /// assert_eq!(guard.schedule_out(), 1); // about to block while reading
+    /// std::thread::sleep(std::time::Duration::from_millis(1));
+    /// assert_eq!(&*guard, "v1");
+    /// drop(guard);
+    /// *config.write() = String::from("v2");
+    /// ```
+    pub fn schedule_out(&self) -> usize {
+        // Relaxed: our own view of the id.
+        let id = self.state.load(Ordering::Relaxed) >> ID_SHIFT;
+        let Some(record) = (id != 0).then(|| domain::find(self.domain)).flatten() else {
+            return 0;
+        };
+        let mut converted = 0;
+        for slot in 0..crate::PASSIVE_SLOTS {
+            // Relaxed: our own slot.
+            if record.slot(slot).load(Ordering::Relaxed) & !FENCED == id {
+                // SeqCst: the increment must precede the tag below for any
+                // writer (which reads the slot with Acquire, then `active`).
+                self.active.fetch_add(1, Ordering::SeqCst);
+                // Release: pairs with the writer's Acquire scan, publishing
+                // the increment above.
+                record.slot(slot).store(id | CONVERTED, Ordering::Release);
+                converted += 1;
+            }
+        }
+        converted
+    }
+
+    // ---------------------------------------------------------------- writers
+
+    /// Takes the writer mutex; returns whether it was passed by the previous
+    /// writer (consensus inherited).
+    #[inline]
+    fn acquire_writer(&self) -> bool {
+        let id = self.id();
+        let free = id << ID_SHIFT;
+        // SeqCst: the WRITER store must precede our later reads of reader
+        // status (with the fence in `consensus`); Acquire for the previous
+        // writer's section.
+        if self
+            .state
+            .compare_exchange(free, free | WRITER, Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
+        {
+            return false;
+        }
+        self.acquire_writer_slow()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn acquire_writer_slow(&self) -> bool {
+        // SeqCst: read by the releasing writer to decide PASS; that writer
+        // reads it after its own section, so it sees us (or we see WRITER
+        // clear below).
+        self.writers_waiting.fetch_add(1, Ordering::SeqCst);
+        let passed = loop {
+            // Relaxed: the CASes below validate it.
+            let s = self.state.load(Ordering::Relaxed);
+            if s & PASS != 0 {
+                // Acquire: pairs with the passing writer's SeqCst RMW.
+                if self
+                    .state
+                    .compare_exchange(s, s & !PASS, Ordering::SeqCst, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    break true;
+                }
+                continue;
+            }
+            if s & WRITER == 0 {
+                // SeqCst: as in `acquire_writer`.
+                if self
+                    .state
+                    .compare_exchange(s, s | WRITER, Ordering::SeqCst, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    break false;
+                }
+                continue;
+            }
+            self.writers.wait_until::<DefaultWait>(|| {
+                // Relaxed: a wake-up condition; the CAS above acquires.
+                let s = self.state.load(Ordering::Relaxed);
+                s & PASS != 0 || s & WRITER == 0
+            });
+        };
+        // SeqCst: before our release reads this count, so that we never
+        // PASS to ourselves.
+        self.writers_waiting.fetch_sub(1, Ordering::SeqCst);
+        passed
+    }
+
+    /// Fig. 4 lines 6-16, after the writer mutex was taken fresh. With
+    /// `wait == false` (try-lock) it checks once and reports whether the
+    /// readers are all gone.
+    fn consensus(&self, own: *const Record, wait: bool) -> bool {
+        let id = self.id();
+        let version = self.domain.bump();
+        // SeqCst fence: orders our WRITER store and version increment before
+        // the reads of reader status below (store-load ordering: with the
+        // active readers' SeqCst fence, with the heavy barrier for passive
+        // ones, and for records claimed concurrently, see `Domain::claim`).
+        fence(Ordering::SeqCst);
+        if !self.reports_arrive(version, own, wait) {
+            // AskForReport, for every straggler at once.
+            barrier::heavy();
+        }
+        if wait {
+            self.drain
+                .wait_until_with_barrier::<DefaultWait>(|| self.drained(id), barrier::heavy);
+            true
+        } else {
+            self.drained(id)
+        }
+    }
+
+    /// Whether every reader of the domain reported `version`, perhaps after
+    /// a short spin (readers report on every release).
+    fn reports_arrive(&self, version: u64, own: *const Record, wait: bool) -> bool {
+        if barrier::barrier_mode() == BarrierMode::Fence {
+            // Readers run a SeqCst fence; our fence above pairs with it.
+            return true;
+        }
+        if self.domain.all_reported(version, own) {
+            return true;
+        }
+        if !wait || cfg!(loom) {
+            return false;
+        }
+        for _ in 0..REPORT_ROUNDS {
+            for _ in 0..REPORT_SPINS {
+                spin_loop();
+            }
+            if self.domain.all_reported(version, own) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Phase 1 then phase 2: no record holds `id` passively, then no active
+    /// reader. In this order: a conversion increments `active` before it
+    /// tags its slot (Release), so a writer that sees the slot no longer
+    /// holding `id` (Acquire) also sees the increment.
+    fn drained(&self, id: u64) -> bool {
+        // SeqCst load of `active`: pairs with the active readers' SeqCst
+        // increment and fence (Dekker).
+        !self.domain.any_holds(id) && self.active.load(Ordering::SeqCst) == 0
+    }
+
+    /// The calling thread's record, after checking that it does not read
+    /// this lock (a write request inside one's own read section would wait
+    /// for itself forever).
+    fn own_record_not_reading(&self) -> *const Record {
+        let Some(record) = domain::find(self.domain) else {
+            return ptr::null();
+        };
+        assert!(
+            !record.holds_any_mode(self.id()),
+            "PrwLock: write lock requested by a thread that holds a read lock on it \
+             (it would wait for itself forever)"
+        );
+        record
+    }
+
+    /// Releases the writer mutex with `WRITER` cleared (never `PASS`).
+    fn release_writer_free(&self) {
+        // SeqCst RMW: Release for the write section; the state change the
+        // wait protocols require before `wake_all`.
+        self.state
+            .fetch_and(!(WRITER | EXCLUSIVE), Ordering::SeqCst);
+        self.readers.wake_all();
+        self.writers.wake_all();
+    }
+}
+
+// SAFETY: a shared hold is granted only when no writer holds the lock, and
+// an exclusive hold only after every passive and active reader is gone and
+// `WRITER` keeps new ones out (module docs); the try variants never block;
+// `is_locked*` only read.
+unsafe impl lock_api::RawRwLock for PrwLock {
+    #[cfg(not(loom))]
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = PrwLock::new();
+    #[cfg(loom)]
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = panic!("loom atomics have no const constructor: use PrwLock::new()");
+
+    type SharedGuard = ReadToken;
+    type ExclusiveGuard = WriteToken;
+
+    #[inline]
+    fn lock_shared(&self) -> ReadToken {
+        match self.read_fast() {
+            Some(token) => token,
+            None => self.lock_shared_slow(),
+        }
+    }
+
+    #[inline]
+    fn try_lock_shared(&self) -> Option<ReadToken> {
+        self.read_fast().or_else(|| self.read_attempt())
+    }
+
+    #[inline]
+    unsafe fn unlock_shared(&self, token: ReadToken) {
+        self.unlock_shared_inline(token)
+    }
+
+    fn lock_exclusive(&self) -> WriteToken {
+        let own = self.own_record_not_reading();
+        if !self.acquire_writer() {
+            self.consensus(own, true);
+        }
+        // Relaxed: a flag for `is_locked_exclusive`; we hold the mutex.
+        self.state.fetch_or(EXCLUSIVE, Ordering::Relaxed);
+        WriteToken(PhantomData)
+    }
+
+    fn try_lock_exclusive(&self) -> Option<WriteToken> {
+        let free = self.id() << ID_SHIFT;
+        // SeqCst: as in `acquire_writer`.
+        self.state
+            .compare_exchange(free, free | WRITER, Ordering::SeqCst, Ordering::Relaxed)
+            .ok()?;
+        let own = domain::find(self.domain).map_or(ptr::null(), |r| r as *const Record);
+        if self.consensus(own, false) {
+            // Relaxed: as in `lock_exclusive`.
+            self.state.fetch_or(EXCLUSIVE, Ordering::Relaxed);
+            Some(WriteToken(PhantomData))
+        } else {
+            // Readers are in: back out without PASS (a passed writer would
+            // skip the consensus these readers defeat).
+            self.release_writer_free();
+            None
+        }
+    }
+
+    unsafe fn unlock_exclusive(&self, _token: WriteToken) {
+        // SeqCst: see `acquire_writer_slow`.
+        if self.writers_waiting.load(Ordering::SeqCst) != 0 {
+            // Fig. 4 WriteUnlock lines 1-2: WRITER stays set, so no reader
+            // got in and the next writer inherits the consensus. SeqCst RMW
+            // (Release for our section; required before `wake_all`).
+            self.state.fetch_xor(EXCLUSIVE | PASS, Ordering::SeqCst);
+            self.writers.wake_all();
+        } else {
+            self.release_writer_free();
+        }
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        // Acquire/Relaxed: a snapshot, as lock_api documents.
+        let s = self.state.load(Ordering::Acquire);
+        let id = s >> ID_SHIFT;
+        s & WRITER != 0
+            || (id != 0 && (self.active.load(Ordering::Relaxed) != 0 || self.domain.any_holds(id)))
+    }
+
+    #[inline]
+    fn is_locked_exclusive(&self) -> bool {
+        // Relaxed: a snapshot.
+        self.state.load(Ordering::Relaxed) & EXCLUSIVE != 0
+    }
+}
+
+// SAFETY: the downgraded hold is published (slot or `active`) before the
+// writer mutex is released, and released without PASS, so the next writer
+// runs a full consensus that sees it (paper Section 3.4 "Downgrade").
+unsafe impl lock_api::RawRwLockDowngrade for PrwLock {
+    unsafe fn downgrade(&self, _token: WriteToken) -> ReadToken {
+        let id = self.id();
+        let mode = barrier::barrier_mode();
+        let reserved =
+            domain::register(self.domain).and_then(|r| r.free_slot().map(|slot| (r, slot)));
+        let token = match reserved {
+            Some((record, slot)) => {
+                // Relaxed: published by the releasing RMW below, which the
+                // next writer's CAS on `state` reads from.
+                record
+                    .slot(slot)
+                    .store(hold_word(id, mode), Ordering::Relaxed);
+                ReadToken::passive(record, slot)
+            }
+            None => {
+                // Relaxed: published by the releasing RMW below.
+                self.active.fetch_add(1, Ordering::Relaxed);
+                ReadToken::active()
+            }
+        };
+        self.release_writer_free();
+        token
+    }
+}
+
+/// [`PrwLock::schedule_out`] on a `lock_api` read guard.
+pub trait ReadGuardExt {
+    /// Converts the calling thread's passive holds of the guard's lock to
+    /// active ones before blocking; see [`PrwLock::schedule_out`].
+    fn schedule_out(&self) -> usize;
+}
+
+impl<T: ?Sized> ReadGuardExt for lock_api::RwLockReadGuard<'_, PrwLock, T> {
+    fn schedule_out(&self) -> usize {
+        let lock = lock_api::RwLockReadGuard::rwlock(self);
+        // SAFETY: `schedule_out` changes how the hold is counted, not who
+        // holds the lock; the guard still releases it exactly once.
+        unsafe { lock.raw() }.schedule_out()
+    }
+}

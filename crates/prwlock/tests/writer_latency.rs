@@ -1,0 +1,143 @@
+//! Writers stay live when readers are descheduled, blocked, idle or gone,
+//! and they sleep rather than burn a core while they wait. The bounds are
+//! liveness bounds (seconds) and CPU-time bounds on the waiting writer, not
+//! performance claims (those are in `benches/latency.rs`, group `table3`).
+
+use std::sync::{Arc, Barrier, mpsc};
+use std::time::{Duration, Instant};
+
+use lock_api::RawRwLock;
+use prwlock::{Domain, PrwLock, ReadGuardExt};
+
+const HOLD: Duration = Duration::from_millis(300);
+const LIVENESS: Duration = Duration::from_secs(10);
+
+/// CPU time the calling thread has used.
+fn thread_cpu() -> Duration {
+    // SAFETY: getrusage fills the struct we pass.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_THREAD on the calling thread, valid pointer.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
+    assert_eq!(rc, 0);
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// A reader holds the lock for `HOLD` while blocked (sleeping), converted
+/// to active mode first or not; a writer arrives meanwhile. Returns the
+/// writer's wait and the CPU time it spent waiting.
+fn writer_behind_a_blocked_reader(convert: bool) -> (Duration, Duration) {
+    let lock = Arc::new(prwlock::RwLock::new(0u32));
+    let inside = Arc::new(Barrier::new(2));
+    let (l, i) = (lock.clone(), inside.clone());
+    let reader = std::thread::spawn(move || {
+        let guard = l.read();
+        if convert {
+            assert_eq!(guard.schedule_out(), 1);
+        }
+        i.wait();
+        std::thread::sleep(HOLD);
+        drop(guard);
+    });
+    inside.wait();
+    if convert {
+        // Relaxed snapshot through the raw lock.
+        // SAFETY: only reads a counter.
+        assert_eq!(unsafe { lock.raw() }.active_readers(), 1);
+    }
+    let (start, cpu) = (Instant::now(), thread_cpu());
+    *lock.write() += 1;
+    let (waited, spent) = (start.elapsed(), thread_cpu() - cpu);
+    reader.join().unwrap();
+    assert_eq!(*lock.read(), 1);
+    (waited, spent)
+}
+
+#[test]
+fn writer_sleeps_behind_a_blocked_passive_reader() {
+    let (waited, spent) = writer_behind_a_blocked_reader(false);
+    eprintln!("passive reader blocked {HOLD:?}: writer waited {waited:?}, used {spent:?} CPU");
+    assert!(waited >= HOLD / 2 && waited < LIVENESS, "{waited:?}");
+    assert!(
+        spent < HOLD / 3,
+        "the writer burned {spent:?} of CPU waiting"
+    );
+}
+
+#[test]
+fn writer_sleeps_behind_a_scheduled_out_reader() {
+    let (waited, spent) = writer_behind_a_blocked_reader(true);
+    eprintln!("active reader blocked {HOLD:?}: writer waited {waited:?}, used {spent:?} CPU");
+    assert!(waited >= HOLD / 2 && waited < LIVENESS, "{waited:?}");
+    assert!(
+        spent < HOLD / 3,
+        "the writer burned {spent:?} of CPU waiting"
+    );
+}
+
+#[test]
+fn idle_registered_threads_do_not_hold_up_writers() {
+    static D: Domain = Domain::new();
+    let lock = Arc::new(PrwLock::in_domain(&D));
+    let (stop_tx, stop_rx) = mpsc::channel::<()>();
+    let stop_rx = Arc::new(std::sync::Mutex::new(stop_rx));
+    let registered = Arc::new(Barrier::new(9));
+    let idle: Vec<_> = (0..8)
+        .map(|_| {
+            let (l, r, s) = (lock.clone(), registered.clone(), stop_rx.clone());
+            std::thread::spawn(move || {
+                let t = l.lock_shared();
+                // SAFETY: our shared acquisition.
+                unsafe { l.unlock_shared(t) };
+                r.wait();
+                // Blocked in the kernel, registered, never reporting.
+                let _ = s.lock().unwrap().recv();
+            })
+        })
+        .collect();
+    registered.wait();
+    assert_eq!(D.stats().in_use, 8);
+    let start = Instant::now();
+    for _ in 0..100 {
+        let w = lock.lock_exclusive();
+        // SAFETY: our exclusive acquisition.
+        unsafe { lock.unlock_exclusive(w) };
+    }
+    assert!(start.elapsed() < LIVENESS);
+    drop(stop_tx);
+    for h in idle {
+        h.join().unwrap();
+    }
+}
+
+#[test]
+fn preempted_readers_in_an_oversubscribed_mix_do_not_stall_writers() {
+    // 32 readers on 2 cores hold the lock across preemption all the time.
+    let lock = Arc::new(prwlock::RwLock::new(0u64));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..32)
+        .map(|_| {
+            let (l, s) = (lock.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut sum = 0u64;
+                while !s.load(std::sync::atomic::Ordering::Relaxed) {
+                    let g = l.read();
+                    for _ in 0..100 {
+                        sum = sum.wrapping_add(std::hint::black_box(*g));
+                    }
+                }
+                sum
+            })
+        })
+        .collect();
+    let start = Instant::now();
+    for _ in 0..200 {
+        *lock.write() += 1;
+    }
+    assert!(start.elapsed() < LIVENESS);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for r in readers {
+        r.join().unwrap();
+    }
+    assert_eq!(*lock.read(), 200);
+}
