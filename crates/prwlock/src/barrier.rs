@@ -168,19 +168,39 @@ pub(crate) fn light_in(mode: BarrierMode) {
     }
 }
 
+/// `membarrier(PRIVATE_EXPEDITED)`, retried on a transient failure.
+///
+/// Registration succeeded when the mode was chosen, so the kernel documents
+/// no failure; a kernel may still fail to allocate its CPU mask (`ENOMEM`).
+/// The caller holds a lock's writer bit and cannot go on without the
+/// barrier (readers would run unfenced) nor unwind (the lock would stay
+/// shut), so after retrying for about a second the process aborts with a
+/// message: a loud failure instead of a silent data race or a hang.
+fn expedited_membarrier() {
+    for attempt in 0..1000 {
+        if membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0 {
+            return;
+        }
+        if attempt > 10 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        } else {
+            std::thread::yield_now();
+        }
+    }
+    eprintln!(
+        "prwlock: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) keeps failing after a successful \
+         registration ({}); aborting rather than letting readers run unfenced",
+        std::io::Error::last_os_error()
+    );
+    std::process::abort();
+}
+
 /// The writer's side: one `membarrier` in `Membarrier` mode, a SeqCst fence
 /// otherwise (and in loom models).
 #[cold]
 pub(crate) fn heavy() {
     if !cfg!(loom) && barrier_mode() == BarrierMode::Membarrier {
-        let r = membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
-        // Registration succeeded when the mode was chosen; the kernel
-        // documents no other failure for a registered process.
-        assert!(
-            r == 0,
-            "membarrier(PRIVATE_EXPEDITED) failed after registration: {}",
-            std::io::Error::last_os_error()
-        );
+        expedited_membarrier();
     }
     // SeqCst: in Fence mode this pairs with the readers' SeqCst fences; in
     // Membarrier mode it orders the writer's own accesses around the call.

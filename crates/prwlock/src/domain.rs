@@ -171,6 +171,15 @@ impl Record {
         })
     }
 
+    /// Reports `version` in a free slot while the owner waits for a writer
+    /// (owner only): the writer can then skip its heavy barrier.
+    pub(crate) fn report(&self, version: u64) {
+        if let Some(slot) = self.free_slot() {
+            // Release: as for every report (see `reported`).
+            self.slots[slot].store(FREE | version, Ordering::Release);
+        }
+    }
+
     /// Gives the record back at thread exit (or retires it if a guard was
     /// leaked, so that no other thread inherits a held slot).
     fn release(&self) {
@@ -180,8 +189,10 @@ impl Record {
             .iter()
             .any(|s| s.load(Ordering::Relaxed) & FREE == 0)
         {
-            // Relaxed: only read by `Domain::stats` and `claim`.
-            self.retired.store(true, Ordering::Relaxed);
+            // Release: pairs with the Acquire in `Domain::all_reported`,
+            // which then skips this record (its owner takes no new hold;
+            // the leaked ones stay visible to `holds`).
+            self.retired.store(true, Ordering::Release);
             return;
         }
         // Release: pairs with the Acquire CAS of the next owner in `claim`,
@@ -219,6 +230,8 @@ pub struct Domain {
     head: AtomicPtr<Record>,
     /// Records allocated.
     records: AtomicUsize,
+    /// Heavy barriers issued by writers of this domain's locks.
+    barriers: AtomicU64,
 }
 
 /// What a domain's record list holds (see [`Domain::stats`]).
@@ -232,6 +245,11 @@ pub struct DomainStats {
     pub retired: usize,
     /// The domain's version (number of writer consensus rounds).
     pub version: u64,
+    /// Consensus rounds that needed a heavy barrier (`membarrier`) because
+    /// some reader had not reported the round's version; the others skipped
+    /// it. (A writer that parks waiting for passive readers to leave runs
+    /// one more, not counted here.)
+    pub heavy_barriers: u64,
 }
 
 #[cfg(not(loom))]
@@ -288,6 +306,7 @@ impl Domain {
                 version: CachePadded::new(AtomicU64::new(0)),
                 head: AtomicPtr::new(ptr::null_mut()),
                 records: AtomicUsize::new(0),
+                barriers: AtomicU64::new(0),
             }
         }
     }
@@ -337,12 +356,21 @@ impl Domain {
     pub(crate) fn all_reported(&self, version: u64, own: *const Record) -> bool {
         self.records().all(|r| {
             ptr::eq(r, own)
+                // Acquire: pairs with `Record::release` (retired: its
+                // thread has exited and takes no new hold).
+                || r.retired.load(Ordering::Acquire)
                 // Acquire: a free record's last owner released it (Release);
                 // a thread that claims it afterwards runs a SeqCst fence
                 // before its first check of a writer word (see `claim`).
                 || !r.in_use.load(Ordering::Acquire)
                 || r.reported(version)
         })
+    }
+
+    /// Counts a consensus round's heavy barrier.
+    pub(crate) fn count_barrier(&self) {
+        // Relaxed: a statistic.
+        self.barriers.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Whether any record holds lock `id` passively.
@@ -358,6 +386,7 @@ impl Domain {
             in_use: 0,
             retired: 0,
             version: self.version.load(Ordering::Relaxed),
+            heavy_barriers: self.barriers.load(Ordering::Relaxed),
         };
         for r in self.records() {
             // Relaxed: statistics.

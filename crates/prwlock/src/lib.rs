@@ -51,20 +51,25 @@
 //! passive mode at once; further nested reads use the lock's active counter
 //! (correct, a little slower).
 //!
-//! # Costs, measured (`docs/prwlock.md`)
+//! # Costs (figures in `docs/prwlock.md`)
 //! Uncontended read lock and unlock: a handful of loads and stores, no
 //! `lock`-prefixed instruction and no `mfence` (`tests/fast_path_asm.rs`
 //! checks the compiled code). Write: the writer mutex, a version increment,
-//! a scan of the domain's records and, unless every reader reported the new
-//! version within about a microsecond, one `membarrier` (about 3 µs on the
-//! development VM, more with more CPUs).
+//! a scan of the domain's records and one `membarrier` (about 3 µs on the
+//! development VM, more with more CPUs), skipped when every live reader of
+//! the domain reported the new version within about a microsecond. Readers
+//! report when they leave or wait while a writer is at the door, so a
+//! writer among busy readers mostly skips it; a registered thread that is
+//! idle (blocked elsewhere) never reports and costs each write the barrier.
+//! [`Domain::stats`] counts the barriers.
 //!
 //! # Caveats
 //! - Writer preference with hand-off: a stream of writers passes the lock
 //!   along and keeps readers out until it ends (paper Fig. 4).
 //! - Reads are not recursive behind a waiting writer (a nested read of the
 //!   same lock can deadlock), and a thread that asks for the write lock
-//!   while holding a passive read of it panics instead of deadlocking.
+//!   while holding a passive read of it panics instead of deadlocking (a
+//!   read held in active mode, past the passive slots, is not detected).
 //! - A reader that blocks for long inside its section without
 //!   [`PrwLock::schedule_out`] makes writers poll (spin, yield, then sleep
 //!   until woken by its release); correctness does not depend on it.

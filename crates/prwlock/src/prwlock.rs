@@ -23,12 +23,18 @@
 //! ```text
 //! lock:   slot <- id                (PASSIVE: Fig. 3 line 2)
 //!         light barrier             (compiler fence: line 9's "barrier on non-TSO")
-//!         if WRITER: slot <- 0, report, wait for WRITER to clear, retry (lines 3-8)
-//! unlock: slot <- 0                 (Fig. 7 line 2)
-//!         if converted: active -= 1 (Fig. 7 lines 3-5)
-//!         light barrier; wake a writer parked on us, if any
-//!         report the domain version (Fig. 7 line 6)
+//!         if WRITER: slot <- FREE|version (report), wait for WRITER to
+//!                    clear, reporting newer versions meanwhile, retry (lines 3-8)
+//! unlock: if converted: slot <- FREE, active -= 1 (Fig. 7 lines 3-5)
+//!         else: slot <- FREE        (Fig. 7 line 2)
+//!               light barrier
+//!               if WRITER: slot <- FREE|version (report, Fig. 7 line 6),
+//!                          wake the writer if it parked waiting for readers
 //! ```
+//!
+//! The paper reports on every release; here a release reports only when a
+//! writer is at the door, the only time a report is read (one load of the
+//! lock word instead of a load of the domain version and a store).
 //!
 //! No read-modify-write and no fence: a few loads and stores to the
 //! thread's own record and lines that only writers write
@@ -198,8 +204,9 @@ impl ReadToken {
         self.bits & TOKEN_SLOT_MASK
     }
 
-    /// Whether this hold is in passive mode (a slot of the thread's record)
-    /// rather than on the lock's active counter.
+    /// Whether this hold was taken in passive mode (a slot of the thread's
+    /// record) rather than on the lock's active counter. A passive hold
+    /// converted by [`PrwLock::schedule_out`] still answers `true`.
     pub fn is_passive(&self) -> bool {
         self.bits & TOKEN_ACTIVE == 0
     }
@@ -299,10 +306,14 @@ impl PrwLock {
         }
         let id = word >> ID_SHIFT;
         let slot = record.free_slot()?;
-        // Relaxed: ordered before the load of `state` below by the light
-        // barrier, which pairs with a writer's heavy barrier (or its
-        // version report, see the module docs).
-        record.slot(slot).store(id, Ordering::Relaxed);
+        // Ordered before the load of `state` below by the light barrier,
+        // which pairs with a writer's heavy barrier (or its version report,
+        // see the module docs). Release (a plain `mov` on x86-64, like
+        // Relaxed): the slot may have last held another lock, and a writer
+        // of that lock that reads this value must still be ordered after
+        // that earlier hold's release (a Relaxed store would end the
+        // release sequence of the `FREE` store it reads past).
+        record.slot(slot).store(id, Ordering::Release);
         barrier::light();
         // Acquire: pairs with the writer's releasing RMW on `state`, so the
         // critical section sees the last writer's stores.
@@ -336,10 +347,10 @@ impl PrwLock {
             domain::register(self.domain).and_then(|r| r.free_slot().map(|slot| (r, slot)));
         match reserved {
             Some((record, slot)) => {
-                // Relaxed: ordered by the barrier below (as in `read_fast`).
+                // Release, ordered by the barrier below: as in `read_fast`.
                 record
                     .slot(slot)
-                    .store(hold_word(id, mode), Ordering::Relaxed);
+                    .store(hold_word(id, mode), Ordering::Release);
                 barrier::light_in(mode);
                 // Acquire: as in `read_fast`.
                 if self.state.load(Ordering::Acquire) & WRITER == 0 {
@@ -372,10 +383,23 @@ impl PrwLock {
             if let Some(token) = self.read_attempt() {
                 return token;
             }
+            let record = domain::find(self.domain);
             // Acquire: the writer's release publishes its section; the wake
             // protocol needs the writer's SeqCst RMW before `wake_all`.
-            self.readers
-                .wait_until::<DefaultWait>(|| self.state.load(Ordering::Acquire) & WRITER == 0);
+            self.readers.wait_until::<DefaultWait>(|| {
+                if self.state.load(Ordering::Acquire) & WRITER == 0 {
+                    return true;
+                }
+                // Still shut out: keep reporting the domain version, so that
+                // the writer (which may have bumped it after we backed off)
+                // can skip its heavy barrier for us. (Not in loom models,
+                // where the skip cannot matter, see loom_tests.rs, and the
+                // extra stores multiply the interleavings.)
+                if let Some(record) = record.filter(|_| !cfg!(loom)) {
+                    record.report(self.domain.version());
+                }
+                false
+            });
         }
     }
 
@@ -574,11 +598,23 @@ impl PrwLock {
         fence(Ordering::SeqCst);
         if !self.reports_arrive(version, own, wait) {
             // AskForReport, for every straggler at once.
+            self.domain.count_barrier();
             barrier::heavy();
         }
         if wait {
-            self.drain
-                .wait_until_with_barrier::<DefaultWait>(|| self.drained(id), barrier::heavy);
+            self.drain.wait_until_with_barrier::<DefaultWait>(
+                || self.drained(id),
+                // Before parking: a passive reader releases with a plain
+                // store, so pair its light barrier with a heavy one; when
+                // only active readers are left (their release is an RMW
+                // followed by `wake_all`), the SeqCst fence is enough. No
+                // new passive hold of `id` can appear meanwhile (WRITER).
+                || {
+                    if self.domain.any_holds(id) {
+                        barrier::heavy();
+                    }
+                },
+            );
             true
         } else {
             self.drained(id)
@@ -689,7 +725,14 @@ unsafe impl lock_api::RawRwLock for PrwLock {
     }
 
     fn try_lock_exclusive(&self) -> Option<WriteToken> {
-        let free = self.id() << ID_SHIFT;
+        let id = self.id();
+        // A visible reader already makes the attempt fail: no need to shut
+        // readers out and pay for a barrier to find out.
+        // Relaxed: a hint; the consensus below decides.
+        if self.active.load(Ordering::Relaxed) != 0 || self.domain.any_holds(id) {
+            return None;
+        }
+        let free = id << ID_SHIFT;
         // SeqCst: as in `acquire_writer`.
         self.state
             .compare_exchange(free, free | WRITER, Ordering::SeqCst, Ordering::Relaxed)
@@ -747,11 +790,12 @@ unsafe impl lock_api::RawRwLockDowngrade for PrwLock {
             domain::register(self.domain).and_then(|r| r.free_slot().map(|slot| (r, slot)));
         let token = match reserved {
             Some((record, slot)) => {
-                // Relaxed: published by the releasing RMW below, which the
-                // next writer's CAS on `state` reads from.
+                // Published by the releasing RMW below, which the next
+                // writer's CAS on `state` reads from; Release as in
+                // `read_fast` (the slot's previous hold).
                 record
                     .slot(slot)
-                    .store(hold_word(id, mode), Ordering::Relaxed);
+                    .store(hold_word(id, mode), Ordering::Release);
                 ReadToken::passive(record, slot)
             }
             None => {

@@ -25,7 +25,9 @@ fn is_serializing(mnemonic: &str, line: &str) -> bool {
 fn disassemble_read_pair() -> Vec<String> {
     let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let workspace = crate_dir.parent().unwrap().parent().unwrap();
-    let target = workspace.join("target").join("fast-path-asm");
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| workspace.join("target"), PathBuf::from)
+        .join("fast-path-asm");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(workspace)

@@ -170,6 +170,13 @@ pub fn spin_until<W: WaitPolicy>(mut ready: impl FnMut() -> bool) {
 /// unpark and so sees the new state in its re-check), or the increment comes
 /// later in the single SeqCst order, and then the waiter's load after its fence
 /// sees the waker's state change and it does not park.
+///
+/// A second protocol serves wakers that change the state with a plain store
+/// and only a compiler fence (prwlock's readers):
+/// [`wait_until_with_barrier`](Self::wait_until_with_barrier) runs a heavy
+/// barrier (`membarrier`) between registering and re-checking, and the
+/// waker calls [`wake_all_after_barrier`](Self::wake_all_after_barrier)
+/// after its store and light barrier.
 #[derive(Debug, Default)]
 pub struct Waiters {
     count: AtomicU32,
