@@ -112,6 +112,14 @@ impl Record {
         }
     }
 
+    /// Whether slot 0 is free: the fast path uses slot 0 only (a nested
+    /// read takes the slow path, which finds another slot).
+    #[inline(always)]
+    pub(crate) fn first_slot_free(&self) -> bool {
+        // Relaxed: the owner reads its own stores.
+        self.slots[0].load(Ordering::Relaxed) & FREE != 0
+    }
+
     /// A free slot for a new passive hold (owner only; the caller's store
     /// of the lock id takes it).
     #[inline(always)]
@@ -484,8 +492,6 @@ impl Drop for Registrations {
         // empty it first so that they register afresh (and, finding this
         // list gone, read in active mode).
         let _ = CACHE.try_with(|c| c.set((ptr::null(), no_record())));
-        #[cfg(not(loom))]
-        let _ = GLOBAL_RECORD.try_with(|c| c.set(&NO_RECORD));
         for (_, record) in self.list.borrow_mut().drain(..) {
             record.release();
         }
@@ -499,8 +505,6 @@ crate::sync::thread_local! {
     /// thread-pointer-relative load and works during thread teardown.
     static CACHE: Cell<(*const Domain, *const Record)> =
         const { Cell::new((ptr::null(), &NO_RECORD)) };
-    /// The same for the global domain, which most locks use: one load.
-    static GLOBAL_RECORD: Cell<*const Record> = const { Cell::new(&NO_RECORD) };
     static REGISTRATIONS: Registrations =
         const { Registrations { list: RefCell::new(Vec::new()) } };
 }
@@ -517,15 +521,9 @@ crate::sync::thread_local! {
 /// record here also says the light barrier is a compiler fence.
 #[inline(always)]
 pub(crate) fn cached(domain: &Domain) -> &'static Record {
-    #[cfg(not(loom))]
-    if ptr::eq(domain, &GLOBAL) {
-        // SAFETY: the cell holds NO_RECORD or this thread's record, both
-        // never freed.
-        return unsafe { &*GLOBAL_RECORD.with(Cell::get) };
-    }
     let (d, r) = CACHE.with(Cell::get);
     if ptr::eq(d, domain) {
-        // SAFETY: as above.
+        // SAFETY: the cell holds this thread's record, never freed.
         unsafe { &*r }
     } else {
         no_record()
@@ -567,11 +565,6 @@ pub(crate) fn register(domain: &'static Domain) -> Option<&'static Record> {
         })
         .ok()?;
     if barrier::barrier_mode() == BarrierMode::Membarrier {
-        #[cfg(not(loom))]
-        if ptr::eq(domain, &GLOBAL) {
-            let _ = GLOBAL_RECORD.try_with(|c| c.set(record));
-            return Some(record);
-        }
         let _ = CACHE.try_with(|c| c.set((domain, record)));
     }
     Some(record)

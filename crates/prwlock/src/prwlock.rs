@@ -147,18 +147,12 @@ pub struct PrwLock {
     domain: &'static Domain,
 }
 
-/// Token bits below the record address (records are 128-byte aligned).
-const TOKEN_SLOT_MASK: usize = crate::PASSIVE_SLOTS - 1;
-/// An active-mode hold (the token's record is the active sentinel).
-const TOKEN_ACTIVE: usize = 1 << 5;
-const TOKEN_BITS: usize = 63;
-const _: () = assert!(crate::PASSIVE_SLOTS <= 32 && core::mem::align_of::<Record>() > TOKEN_BITS);
-
 /// What a read acquisition hands to its release: the thread's status
-/// record and slot, packed in one word so that it travels in a register.
-/// Not `Send`: the record belongs to the thread.
+/// record and slot (two registers). An active-mode hold points to the
+/// active sentinel record. Not `Send`: the record belongs to the thread.
 pub struct ReadToken {
-    bits: usize,
+    record: &'static Record,
+    slot: usize,
     _not_send: PhantomData<*const Record>,
 }
 
@@ -166,7 +160,7 @@ impl core::fmt::Debug for ReadToken {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("ReadToken")
             .field("passive", &self.is_passive())
-            .field("slot", &self.slot())
+            .field("slot", &self.slot)
             .finish()
     }
 }
@@ -178,37 +172,37 @@ pub struct WriteToken(PhantomData<()>);
 
 impl ReadToken {
     #[inline(always)]
-    fn passive(record: &Record, slot: usize) -> Self {
+    fn passive(record: &'static Record, slot: usize) -> Self {
         ReadToken {
-            bits: record as *const Record as usize | slot,
+            record,
+            slot,
             _not_send: PhantomData,
         }
     }
 
     fn active() -> Self {
         ReadToken {
-            bits: domain::active_record() as *const Record as usize | TOKEN_ACTIVE,
+            record: domain::active_record(),
+            slot: 0,
             _not_send: PhantomData,
         }
     }
 
     #[inline(always)]
     fn record(&self) -> &'static Record {
-        // SAFETY: the bits above TOKEN_BITS are the address of a record or
-        // sentinel, never freed (domain.rs).
-        unsafe { &*((self.bits & !TOKEN_BITS) as *const Record) }
+        self.record
     }
 
     #[inline(always)]
     fn slot(&self) -> usize {
-        self.bits & TOKEN_SLOT_MASK
+        self.slot
     }
 
     /// Whether this hold was taken in passive mode (a slot of the thread's
     /// record) rather than on the lock's active counter. A passive hold
     /// converted by [`PrwLock::schedule_out`] still answers `true`.
     pub fn is_passive(&self) -> bool {
-        self.bits & TOKEN_ACTIVE == 0
+        !ptr::eq(self.record, domain::active_record())
     }
 }
 
@@ -305,7 +299,10 @@ impl PrwLock {
             return None;
         }
         let id = word >> ID_SHIFT;
-        let slot = record.free_slot()?;
+        if !record.first_slot_free() {
+            return None;
+        }
+        let slot = 0;
         // Ordered before the load of `state` below by the light barrier,
         // which pairs with a writer's heavy barrier (or its version report,
         // see the module docs). Release (a plain `mov` on x86-64, like
