@@ -99,6 +99,10 @@ const EXCLUSIVE: u64 = 1 << 2;
 /// "writer in, or no id yet" with one instruction).
 const NO_ID: u64 = 1 << 3;
 const ID_SHIFT: u32 = 8;
+/// The id bits of `state`. A lock's "id" below is these bits in place
+/// (`id << ID_SHIFT`), which is also what its holds store in a status word:
+/// below bit 61, clear of the FENCED, FREE and CONVERTED tags.
+const ID_MASK: u64 = !((1 << ID_SHIFT) - 1);
 
 /// The status word of a passive hold of lock `id` taken in `mode`.
 #[inline]
@@ -109,8 +113,8 @@ fn hold_word(id: u64, mode: BarrierMode) -> u64 {
     }
 }
 
-/// Ids are unique per process; 56 bits never run out, and id `| CONVERTED`
-/// (bit 63) never equals an id.
+/// Ids are unique per process; 53 bits never run out, and the tags above
+/// bit 60 never collide with an id.
 static NEXT_ID: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1);
 
 /// Rounds of spinning a writer gives readers to report its version before
@@ -147,12 +151,12 @@ pub struct PrwLock {
     domain: &'static Domain,
 }
 
-/// What a read acquisition hands to its release: the thread's status
-/// record and slot (two registers). An active-mode hold points to the
-/// active sentinel record. Not `Send`: the record belongs to the thread.
+/// What a read acquisition hands to its release: the status word (slot of
+/// the thread's record) that holds it, one register. An active-mode hold
+/// points to a sentinel's word. Not `Send`: the record belongs to the
+/// thread.
 pub struct ReadToken {
-    record: &'static Record,
-    slot: usize,
+    word: &'static AtomicU64,
     _not_send: PhantomData<*const Record>,
 }
 
@@ -160,7 +164,6 @@ impl core::fmt::Debug for ReadToken {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("ReadToken")
             .field("passive", &self.is_passive())
-            .field("slot", &self.slot)
             .finish()
     }
 }
@@ -174,35 +177,23 @@ impl ReadToken {
     #[inline(always)]
     fn passive(record: &'static Record, slot: usize) -> Self {
         ReadToken {
-            record,
-            slot,
+            word: record.slot(slot),
             _not_send: PhantomData,
         }
     }
 
     fn active() -> Self {
         ReadToken {
-            record: domain::active_record(),
-            slot: 0,
+            word: domain::active_record().slot(0),
             _not_send: PhantomData,
         }
-    }
-
-    #[inline(always)]
-    fn record(&self) -> &'static Record {
-        self.record
-    }
-
-    #[inline(always)]
-    fn slot(&self) -> usize {
-        self.slot
     }
 
     /// Whether this hold was taken in passive mode (a slot of the thread's
     /// record) rather than on the lock's active counter. A passive hold
     /// converted by [`PrwLock::schedule_out`] still answers `true`.
     pub fn is_passive(&self) -> bool {
-        !ptr::eq(self.record, domain::active_record())
+        !ptr::eq(self.word, domain::active_record().slot(0))
     }
 }
 
@@ -257,7 +248,7 @@ impl PrwLock {
     fn id(&self) -> u64 {
         // Relaxed: the id never changes once set; coherence gives every
         // later load of `state` by this thread the same id.
-        let id = self.state.load(Ordering::Relaxed) >> ID_SHIFT;
+        let id = self.state.load(Ordering::Relaxed) & ID_MASK;
         if id != 0 { id } else { self.assign_id() }
     }
 
@@ -265,12 +256,12 @@ impl PrwLock {
     fn assign_id(&self) -> u64 {
         // Relaxed: uniqueness only.
         let fresh = NEXT_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
-        assert!(fresh < 1 << (64 - ID_SHIFT), "prwlock ids exhausted");
+        assert!(fresh < 1 << (61 - ID_SHIFT), "prwlock ids exhausted");
         // Relaxed: the id is not a publication; the low bits are kept.
         let mut s = self.state.load(Ordering::Relaxed);
         loop {
-            if s >> ID_SHIFT != 0 {
-                return s >> ID_SHIFT;
+            if s & ID_MASK != 0 {
+                return s & ID_MASK;
             }
             match self.state.compare_exchange_weak(
                 s,
@@ -278,7 +269,7 @@ impl PrwLock {
                 Ordering::Relaxed,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => return fresh,
+                Ok(_) => return fresh << ID_SHIFT,
                 Err(now) => s = now,
             }
         }
@@ -295,10 +286,12 @@ impl PrwLock {
         // Relaxed: a first look (id, and skip the store if a writer is in);
         // the check that counts is the one after the barrier.
         let word = self.state.load(Ordering::Relaxed);
-        if word & (WRITER | NO_ID) != 0 {
+        // WRITER and NO_ID clear (and so PASS and EXCLUSIVE, which only
+        // exist beside WRITER): the word is the lock's id, as is.
+        if word & !ID_MASK != 0 {
             return None;
         }
-        let id = word >> ID_SHIFT;
+        let id = word;
         if !record.first_slot_free() {
             return None;
         }
@@ -402,23 +395,22 @@ impl PrwLock {
 
     #[inline(always)]
     fn unlock_shared_inline(&self, token: ReadToken) {
-        let record = token.record();
-        let slot = token.slot();
+        let word = token.word;
         // Relaxed: the owner reads its own store. A tag sends the release
         // off the fast path: CONVERTED (Fig. 7's `preempted` flag, and the
-        // active sentinel's slots) or FENCED (the fallback mode).
-        if record.slot(slot).load(Ordering::Relaxed) & (CONVERTED | FENCED) == 0 {
+        // active sentinel's words) or FENCED (the fallback mode).
+        if word.load(Ordering::Relaxed) & (CONVERTED | FENCED) == 0 {
             // Release: pairs with the writer's Acquire scan
             // (`Record::holds`): the read section happens before the
             // writer's (Fig. 7 line 2).
-            record.slot(slot).store(FREE, Ordering::Release);
+            word.store(FREE, Ordering::Release);
             barrier::light();
             // Relaxed: ordered after our store by the light barrier, which
             // pairs with the writer's heavy barrier: a writer that parked
             // waiting for us set WRITER before its barrier, so either it
             // sees our slot free or we see WRITER here.
             if self.state.load(Ordering::Relaxed) & WRITER != 0 {
-                self.release_under_writer(record, slot);
+                self.release_under_writer(word);
             }
             return;
         }
@@ -430,11 +422,9 @@ impl PrwLock {
     /// the writer if it parked waiting for readers.
     #[cold]
     #[inline(never)]
-    fn release_under_writer(&self, record: &Record, slot: usize) {
+    fn release_under_writer(&self, word: &AtomicU64) {
         // Release: pairs with the writer's Acquire in `all_reported`.
-        record
-            .slot(slot)
-            .store(FREE | self.domain.version(), Ordering::Release);
+        word.store(FREE | self.domain.version(), Ordering::Release);
         self.drain.wake_all_after_barrier();
     }
 
@@ -445,13 +435,12 @@ impl PrwLock {
             self.release_active();
             return;
         }
-        let record = token.record();
-        let slot = token.slot();
+        let word = token.word;
         // Relaxed: the owner reads its own store.
-        let converted = record.slot(slot).load(Ordering::Relaxed) & CONVERTED != 0;
+        let converted = word.load(Ordering::Relaxed) & CONVERTED != 0;
         // Release: as in `unlock_shared_inline` (for a converted hold it
         // only clears the tag; `active` below is what writers wait on).
-        record.slot(slot).store(FREE, Ordering::Release);
+        word.store(FREE, Ordering::Release);
         if converted {
             // Fig. 7 lines 3-5.
             self.release_active();
@@ -460,7 +449,7 @@ impl PrwLock {
             barrier::light_in(BarrierMode::Fence);
             // Relaxed: as in `unlock_shared_inline`.
             if self.state.load(Ordering::Relaxed) & WRITER != 0 {
-                self.release_under_writer(record, slot);
+                self.release_under_writer(word);
             }
         }
     }
@@ -497,7 +486,7 @@ impl PrwLock {
     /// ```
     pub fn schedule_out(&self) -> usize {
         // Relaxed: our own view of the id.
-        let id = self.state.load(Ordering::Relaxed) >> ID_SHIFT;
+        let id = self.state.load(Ordering::Relaxed) & ID_MASK;
         let Some(record) = (id != 0).then(|| domain::find(self.domain)).flatten() else {
             return 0;
         };
@@ -523,8 +512,7 @@ impl PrwLock {
     /// writer (consensus inherited).
     #[inline]
     fn acquire_writer(&self) -> bool {
-        let id = self.id();
-        let free = id << ID_SHIFT;
+        let free = self.id();
         // SeqCst: the WRITER store must precede our later reads of reader
         // status (with the fence in `consensus`); Acquire for the previous
         // writer's section.
@@ -729,7 +717,7 @@ unsafe impl lock_api::RawRwLock for PrwLock {
         if self.active.load(Ordering::Relaxed) != 0 || self.domain.any_holds(id) {
             return None;
         }
-        let free = id << ID_SHIFT;
+        let free = id;
         // SeqCst: as in `acquire_writer`.
         self.state
             .compare_exchange(free, free | WRITER, Ordering::SeqCst, Ordering::Relaxed)
@@ -764,7 +752,7 @@ unsafe impl lock_api::RawRwLock for PrwLock {
     fn is_locked(&self) -> bool {
         // Acquire/Relaxed: a snapshot, as lock_api documents.
         let s = self.state.load(Ordering::Acquire);
-        let id = s >> ID_SHIFT;
+        let id = s & ID_MASK;
         s & WRITER != 0
             || (id != 0 && (self.active.load(Ordering::Relaxed) != 0 || self.domain.any_holds(id)))
     }

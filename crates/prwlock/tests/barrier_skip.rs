@@ -8,12 +8,21 @@ use std::sync::{Arc, Barrier, mpsc};
 
 use prwlock::{Domain, PrwLock};
 
+/// The tests of this binary run one at a time: the busy-reader test counts
+/// on its reader getting a core.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn rwlock(domain: &'static Domain) -> Arc<lock_api::RwLock<PrwLock, u64>> {
     Arc::new(lock_api::RwLock::from_raw(PrwLock::in_domain(domain), 0))
 }
 
 #[test]
 fn a_writer_alone_in_its_domain_skips_the_barrier() {
+    let _serial = serial();
     static D: Domain = Domain::new();
     let lock = rwlock(&D);
     assert_eq!(*lock.read(), 0); // the writer's own record: skipped
@@ -26,6 +35,7 @@ fn a_writer_alone_in_its_domain_skips_the_barrier() {
 
 #[test]
 fn an_idle_registered_reader_costs_one_barrier_per_write() {
+    let _serial = serial();
     static D: Domain = Domain::new();
     let lock = rwlock(&D);
     let (stop_tx, stop_rx) = mpsc::channel::<()>();
@@ -51,6 +61,7 @@ fn an_idle_registered_reader_costs_one_barrier_per_write() {
 
 #[test]
 fn retired_records_need_no_barrier() {
+    let _serial = serial();
     static D: Domain = Domain::new();
     let leaked = rwlock(&D);
     let l = leaked.clone();
@@ -68,6 +79,7 @@ fn retired_records_need_no_barrier() {
 
 #[test]
 fn busy_readers_report_and_spare_writers_the_barrier() {
+    let _serial = serial();
     static D: Domain = Domain::new();
     const WRITES: u64 = 500;
     let lock = rwlock(&D);
@@ -85,17 +97,21 @@ fn busy_readers_report_and_spare_writers_the_barrier() {
     while D.stats().in_use == 0 {
         std::thread::yield_now();
     }
-    for _ in 0..WRITES {
-        *lock.write() += 1;
+    // Rounds of writes until one round has skipped a barrier (the first
+    // almost always does; a reader descheduled through a whole round on a
+    // loaded machine costs another).
+    let mut rounds = 0;
+    while D.stats().heavy_barriers == rounds * WRITES && rounds < 20 {
+        for _ in 0..WRITES {
+            *lock.write() += 1;
+        }
+        rounds += 1;
     }
     // Relaxed: a stop flag.
     stop.store(true, Ordering::Relaxed);
     let reads = reader.join().unwrap();
     let stats = D.stats();
-    eprintln!("{WRITES} writes beside a busy reader ({reads} reads): {stats:?}");
-    assert_eq!(stats.version, WRITES);
-    // The reader reports as it leaves, or while it waits for the writer:
-    // at least some rounds skip the barrier (usually most; a reader that
-    // is descheduled at the wrong moment costs one).
-    assert!(stats.heavy_barriers < WRITES, "{stats:?}");
+    eprintln!("{rounds} x {WRITES} writes beside a busy reader ({reads} reads): {stats:?}");
+    assert_eq!(stats.version, rounds * WRITES);
+    assert!(stats.heavy_barriers < rounds * WRITES, "{stats:?}");
 }

@@ -175,7 +175,7 @@ fn downgrade_keeps_the_next_writer_out() {
 fn footprint() {
     // The README's figures.
     assert_eq!(std::mem::size_of::<PrwLock>(), 40);
-    assert_eq!(std::mem::size_of::<prwlock::ReadToken>(), 16);
+    assert_eq!(std::mem::size_of::<prwlock::ReadToken>(), 8);
 }
 
 #[test]
