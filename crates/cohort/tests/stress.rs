@@ -38,11 +38,7 @@ fn every_variant_survives_the_stress_harness() {
     for_every_variant!(|name, L| {
         let lock = <L>::new();
         let start = Instant::now();
-        testing::stress_1_2_8(&lock);
-        let mut cfg = StressConfig::new(8);
-        cfg.write_percent = 30;
-        let report = testing::stress_downgrade(&lock, &cfg);
-        assert!(report.downgrades > 0);
+        testing::stress_1_2_8_and_downgrade(&lock);
         eprintln!(
             "{name}: stress 1/2/8 threads + downgrade at 8 in {:.2?}",
             start.elapsed()

@@ -35,46 +35,27 @@
 
 use lock_api::{RawRwLock, RawRwLockDowngrade};
 use loom::sync::Arc;
-use loom::thread;
+use loom::thread::{self, JoinHandle};
+use rwlock_core::loom_support;
 
 use crate::PrwLock;
-use crate::sync::UnsafeCell;
 
-/// A lock and the data it guards.
-struct Shared {
-    lock: PrwLock,
-    data: UnsafeCell<u32>,
+type Shared = loom_support::Shared<PrwLock>;
+
+fn shared() -> Arc<Shared> {
+    Shared::new(PrwLock::new())
 }
 
-// SAFETY: `data` is only accessed under `lock`, which is what the models check.
-unsafe impl Sync for Shared {}
-// SAFETY: as above.
-unsafe impl Send for Shared {}
+/// One write critical section on another thread.
+fn spawn_write(s: &Arc<Shared>) -> JoinHandle<()> {
+    let s = s.clone();
+    thread::spawn(move || s.write())
+}
 
-impl Shared {
-    fn new() -> Arc<Self> {
-        Arc::new(Shared {
-            lock: PrwLock::new(),
-            data: UnsafeCell::new(0),
-        })
-    }
-
-    fn write(&self) {
-        let g = self.lock.lock_exclusive();
-        // SAFETY: exclusive access under the lock (loom reports it otherwise).
-        self.data.with_mut(|p| unsafe { *p += 1 });
-        // SAFETY: our exclusive acquisition.
-        unsafe { self.lock.unlock_exclusive(g) };
-    }
-
-    fn read(&self) -> u32 {
-        let g = self.lock.lock_shared();
-        // SAFETY: shared access under the lock.
-        let v = self.data.with(|p| unsafe { *p });
-        // SAFETY: our shared acquisition.
-        unsafe { self.lock.unlock_shared(g) };
-        v
-    }
+/// The main thread's first read: registers its status record before the
+/// other threads exist, so that its later reads take the fast path.
+fn register(s: &Shared) {
+    assert_eq!(s.read(), 0);
 }
 
 /// A reader on the slow path (its thread's first read: registration,
@@ -82,7 +63,7 @@ impl Shared {
 #[test]
 fn loom_tests_first_read_vs_writer() {
     loom::model(|| {
-        let s = Shared::new();
+        let s = shared();
         let r = {
             let s = s.clone();
             thread::spawn(move || assert!(s.read() <= 1))
@@ -99,12 +80,9 @@ fn loom_tests_first_read_vs_writer() {
 #[test]
 fn loom_tests_fast_read_vs_writer() {
     loom::model(|| {
-        let s = Shared::new();
-        assert_eq!(s.read(), 0);
-        let w = {
-            let s = s.clone();
-            thread::spawn(move || s.write())
-        };
+        let s = shared();
+        register(&s);
+        let w = spawn_write(&s);
         assert!(s.read() <= 1);
         w.join().unwrap();
         assert_eq!(s.read(), 1);
@@ -116,12 +94,9 @@ fn loom_tests_fast_read_vs_writer() {
 #[test]
 fn loom_tests_scheduled_out_reader_vs_writer() {
     loom::model(|| {
-        let s = Shared::new();
-        assert_eq!(s.read(), 0);
-        let w = {
-            let s = s.clone();
-            thread::spawn(move || s.write())
-        };
+        let s = shared();
+        register(&s);
+        let w = spawn_write(&s);
         let g = s.lock.lock_shared();
         assert!(s.lock.schedule_out() <= 1);
         // SAFETY: shared access under the lock.
@@ -139,14 +114,9 @@ fn loom_tests_scheduled_out_reader_vs_writer() {
 #[test]
 fn loom_tests_passed_writers_vs_reader() {
     loom::model(|| {
-        let s = Shared::new();
-        assert_eq!(s.read(), 0);
-        let writers: Vec<_> = (0..2)
-            .map(|_| {
-                let s = s.clone();
-                thread::spawn(move || s.write())
-            })
-            .collect();
+        let s = shared();
+        register(&s);
+        let writers = [spawn_write(&s), spawn_write(&s)];
         assert!(s.read() <= 2);
         for w in writers {
             w.join().unwrap();
@@ -160,11 +130,8 @@ fn loom_tests_passed_writers_vs_reader() {
 #[test]
 fn loom_tests_downgrade_vs_writer() {
     loom::model(|| {
-        let s = Shared::new();
-        let w = {
-            let s = s.clone();
-            thread::spawn(move || s.write())
-        };
+        let s = shared();
+        let w = spawn_write(&s);
         let g = s.lock.lock_exclusive();
         // SAFETY: exclusive access under the lock.
         s.data.with_mut(|p| unsafe { *p += 10 });
@@ -185,7 +152,7 @@ fn loom_tests_downgrade_vs_writer() {
 #[test]
 fn loom_tests_two_fast_readers_vs_writer() {
     loom::model(|| {
-        let s = Shared::new();
+        let s = shared();
         let (ready_tx, ready_rx) = loom::sync::mpsc::channel();
         let readers: Vec<_> = (0..2)
             .map(|_| {
@@ -215,13 +182,10 @@ fn loom_tests_two_fast_readers_vs_writer() {
 #[test]
 fn loom_tests_slot_reused_for_another_lock_vs_writer() {
     loom::model(|| {
-        let a = Shared::new();
-        let b = Shared::new();
-        assert_eq!(b.read(), 0);
-        let w = {
-            let a = a.clone();
-            thread::spawn(move || a.write())
-        };
+        let a = shared();
+        let b = shared();
+        register(&b);
+        let w = spawn_write(&a);
         assert!(a.read() <= 1);
         let g = b.lock.lock_shared();
         w.join().unwrap();

@@ -4,7 +4,7 @@
 
 use lock_api::RawRwLock;
 use prwlock::{BarrierMode, PrwLock, ReadGuardExt};
-use rwlock_core::testing::{self, StressConfig};
+use rwlock_core::testing;
 
 fn fence_mode() {
     prwlock::force_fence_mode().expect("no lock was used before");
@@ -31,10 +31,7 @@ fn semantics_in_fence_mode() {
 fn stress_in_fence_mode() {
     fence_mode();
     let lock = PrwLock::new();
-    testing::stress_1_2_8(&lock);
-    let mut cfg = StressConfig::new(8);
-    cfg.write_percent = 30;
-    assert!(testing::stress_downgrade(&lock, &cfg).downgrades > 0);
+    testing::stress_1_2_8_and_downgrade(&lock);
 }
 
 #[test]

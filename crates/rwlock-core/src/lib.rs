@@ -42,8 +42,8 @@ pub mod topology;
 pub mod wait;
 
 pub mod brlock;
-#[cfg(all(test, loom))]
-mod loom_support;
+#[cfg(all(loom, any(test, feature = "testing")))]
+pub mod loom_support;
 pub mod pf_queue;
 pub mod pf_ticket;
 mod phase_fair;

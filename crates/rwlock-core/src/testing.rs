@@ -299,6 +299,18 @@ pub fn stress_1_2_8<R: RawRwLock + Sync>(lock: &R) {
     }
 }
 
+/// [`stress_1_2_8`], then 8 threads with 30% writes, some of them
+/// downgraded to reads ([`stress_downgrade`]); checks that downgrades
+/// happened and that the lock ends free.
+pub fn stress_1_2_8_and_downgrade<R: RawRwLockDowngrade + Sync>(lock: &R) {
+    stress_1_2_8(lock);
+    let mut cfg = StressConfig::new(8);
+    cfg.write_percent = 30;
+    let report = stress_downgrade(lock, &cfg);
+    assert!(report.downgrades > 0, "no write was downgraded");
+    assert!(!lock.is_locked(), "the lock is held after the stress run");
+}
+
 /// Try-lock and `is_locked*` semantics on a free lock, single-threaded.
 pub fn check_try_lock<R: RawRwLock>(lock: &R) {
     assert!(
