@@ -1,14 +1,20 @@
 //! The read fast path, out of line so that its machine code can be read:
 //! `tests/fast_path_asm.rs` builds this example in release mode and checks
 //! the disassembly of `prwlock_read_pair` for `lock`-prefixed instructions
-//! and fences. Run it to see what an uncontended pair costs here:
+//! and fences. Run it to see what an uncontended pair costs here, beside
+//! parking_lot's and beside the floor the issue names (a store, a compiler
+//! fence, a load and a store: what any fence-free reader must do), each
+//! round timing the three loops back to back:
 //!
 //! ```text
 //! cargo run --release -p prwlock --example fast_path
 //! objdump -d --no-show-raw-insn target/release/examples/fast_path | grep -A40 '<prwlock_read_pair>:'
 //! ```
 
+use std::hint::black_box;
 use std::time::Instant;
+
+use std::sync::atomic::{AtomicU64, Ordering, compiler_fence};
 
 use lock_api::RawRwLock;
 use prwlock::PrwLock;
@@ -43,8 +49,23 @@ fn main() {
             unsafe { pl.unlock_shared(guard) };
         }
         let plt = start.elapsed().as_secs_f64() * 1e9 / f64::from(PAIRS);
+        static STATUS: AtomicU64 = AtomicU64::new(0);
+        static WRITER: AtomicU64 = AtomicU64::new(0);
+        let (status, writer) = (&STATUS, &WRITER);
+        let start = Instant::now();
+        for i in 0..u64::from(PAIRS) {
+            // Relaxed and a compiler fence: the floor, not a lock.
+            status.store(black_box(i), Ordering::Relaxed);
+            compiler_fence(Ordering::SeqCst);
+            if black_box(writer.load(Ordering::Relaxed)) != 0 {
+                break;
+            }
+            status.store(black_box(0), Ordering::Relaxed);
+        }
+        let floor = start.elapsed().as_secs_f64() * 1e9 / f64::from(PAIRS);
         println!(
-            "read pair: prwlock {prw:.2} ns, parking_lot {plt:.2} ns (ratio {:.3})",
+            "read pair: prwlock {prw:.2} ns, parking_lot {plt:.2} ns (ratio {:.3}); \
+             store-fence-load-store floor {floor:.2} ns",
             prw / plt
         );
     }
