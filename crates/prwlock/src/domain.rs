@@ -31,7 +31,7 @@ use core::ptr;
 use crossbeam_utils::CachePadded;
 
 use crate::barrier::{self, BarrierMode};
-use crate::sync::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence};
+use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
 
 /// Locks one thread can hold in passive mode at once, per domain. A further
 /// nested read is taken in active mode (one atomic increment and decrement
@@ -42,21 +42,31 @@ pub const PASSIVE_SLOTS: usize = 4;
 pub(crate) const CONVERTED: u64 = 1 << 63;
 /// Tag of a free slot; the low bits are the version its owner reported.
 pub(crate) const FREE: u64 = 1 << 62;
-/// Tag of a passive hold taken in [`BarrierMode::Fence`]: its release must
-/// run a real fence (the tag sends it off the fast path).
+/// Tag of a passive hold taken in [`BarrierMode::Fence`] (diagnostic only:
+/// the lock word's `SLOW_RELEASE` sends such releases off the fast path).
 pub(crate) const FENCED: u64 = 1 << 61;
+/// A lock-word bit (see prwlock.rs) that a hold word may carry, since the
+/// read fast path stores the lock word as is: writers ignore it.
+pub(crate) const SLOW_RELEASE: u64 = 1 << 4;
+/// Bits of a hold word that are not the lock id.
+const HOLD_FLAGS: u64 = FENCED | SLOW_RELEASE;
 
 const _: () = assert!(PASSIVE_SLOTS.is_power_of_two());
+const _: () =
+    assert!(core::mem::size_of::<[AtomicU64; PASSIVE_SLOTS]>() <= core::mem::align_of::<Record>());
 
 /// One thread's reader status in one domain (the paper's per-core `st`,
 /// per thread in user space). Aligned to 128 bytes so that no two records,
 /// written by different readers on every acquisition, share a line pair.
-#[repr(align(128))]
+#[repr(C, align(128))]
 #[derive(Debug)]
 pub(crate) struct Record {
     /// Status words (see the module docs); written by the owner, read by
     /// writers.
     slots: [AtomicU64; PASSIVE_SLOTS],
+    /// Owner-only: bit `i` says slot `i`'s hold was converted by
+    /// `schedule_out` (Fig. 7's `preempted` flag). Always Relaxed.
+    converted: AtomicU32,
     /// Claimed by a live thread.
     in_use: AtomicBool,
     /// Its thread exited while a guard was leaked: never reused.
@@ -76,6 +86,7 @@ impl Record {
     fn new(next: *const Record) -> Self {
         Record {
             slots: core::array::from_fn(|_| AtomicU64::new(FREE)),
+            converted: AtomicU32::new(0),
             in_use: AtomicBool::new(true),
             retired: AtomicBool::new(false),
             next,
@@ -96,6 +107,7 @@ impl Record {
         }
         Record {
             slots,
+            converted: AtomicU32::new(0),
             in_use: AtomicBool::new(true),
             retired: AtomicBool::new(true),
             next: ptr::null(),
@@ -106,10 +118,48 @@ impl Record {
     fn sentinel(word: u64) -> Self {
         Record {
             slots: core::array::from_fn(|_| AtomicU64::new(word)),
+            converted: AtomicU32::new(0),
             in_use: AtomicBool::new(true),
             retired: AtomicBool::new(true),
             next: ptr::null(),
         }
+    }
+
+    /// The record and slot of a status word (the read token).
+    pub(crate) fn locate(word: &AtomicU64) -> (&'static Record, usize) {
+        let addr = word as *const AtomicU64 as usize;
+        let base = addr & !(core::mem::align_of::<Record>() - 1);
+        // SAFETY: tokens point into a record's `slots`, which `repr(C)`
+        // puts at offset 0 and which fit in the record's first 128 bytes
+        // (asserted below); records are never freed.
+        let record = unsafe { &*(base as *const Record) };
+        (record, (addr - base) / core::mem::size_of::<AtomicU64>())
+    }
+
+    /// Whether slot `slot`'s hold of lock `id` (flags ignored) is here.
+    #[inline]
+    pub(crate) fn is_hold_of(&self, slot: usize, id: u64) -> bool {
+        // Relaxed: the owner reads its own store.
+        self.slots[slot].load(Ordering::Relaxed) & !HOLD_FLAGS == id
+    }
+
+    /// Marks slot `slot`'s hold converted (owner only).
+    pub(crate) fn mark_converted(&self, slot: usize) {
+        // Relaxed: owner-only word.
+        let mask = self.converted.load(Ordering::Relaxed);
+        self.converted.store(mask | 1 << slot, Ordering::Relaxed);
+    }
+
+    /// Whether slot `slot`'s hold was converted, clearing the mark (owner
+    /// only).
+    pub(crate) fn take_converted(&self, slot: usize) -> bool {
+        // Relaxed: owner-only word.
+        let mask = self.converted.load(Ordering::Relaxed);
+        if mask & 1 << slot == 0 {
+            return false;
+        }
+        self.converted.store(mask & !(1 << slot), Ordering::Relaxed);
+        true
     }
 
     /// Whether slot 0 is free: the fast path uses slot 0 only (a nested
@@ -155,7 +205,7 @@ impl Record {
         // the active count).
         self.slots
             .iter()
-            .any(|s| s.load(Ordering::Acquire) & !FENCED == id)
+            .any(|s| s.load(Ordering::Acquire) & !HOLD_FLAGS == id)
     }
 
     /// Whether some slot holds lock `id`, passively or converted (owner
@@ -164,7 +214,7 @@ impl Record {
         // Relaxed: the owner reads its own stores.
         self.slots
             .iter()
-            .any(|s| s.load(Ordering::Relaxed) & !(CONVERTED | FENCED) == id)
+            .any(|s| s.load(Ordering::Relaxed) & !(CONVERTED | HOLD_FLAGS) == id)
     }
 
     /// Whether the owner reported `version` or a later one (in a free slot)
@@ -203,6 +253,8 @@ impl Record {
             self.retired.store(true, Ordering::Release);
             return;
         }
+        // Relaxed: owner-only word (a leaked converted guard's mark).
+        self.converted.store(0, Ordering::Relaxed);
         // Release: pairs with the Acquire CAS of the next owner in `claim`,
         // which so inherits this thread's reports and cleared slots.
         self.in_use.store(false, Ordering::Release);

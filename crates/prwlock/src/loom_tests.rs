@@ -29,9 +29,11 @@
 //!   `membarrier`: the reader's store-buffer window is a few cycles.
 //!
 //! What the models do catch (each checked by mutation): a reader that
-//! skips the writer check after its hold store (causality violation), and
-//! a reader's light barrier weakened below SeqCst (a lost wake-up of the
-//! parked writer, or a causality violation).
+//! skips the writer check after its hold store (causality violation), a
+//! reader's light barrier weakened below SeqCst (a lost wake-up of the
+//! parked writer, or a causality violation), and a release that ignores
+//! the sticky slow-release bit (a converted hold never leaves the active
+//! count: deadlock).
 
 use lock_api::{RawRwLock, RawRwLockDowngrade};
 use loom::sync::Arc;

@@ -11,6 +11,7 @@
 //! | 1     | `PASS`      | handed to a waiting writer without releasing (Fig. 4 `PASS`) |
 //! | 2     | `EXCLUSIVE` | a writer finished consensus and holds the lock              |
 //! | 3     | `NO_ID`     | the id is not assigned yet (set in `INIT`)                 |
+//! | 4     | `SLOW_RELEASE` | sticky: some release of this lock needs the slow path (a hold was converted or taken in active mode, or the process runs in Fence mode) |
 //! | 8..64 | id          | the lock's process-unique id (0 until first use)            |
 //!
 //! plus `active` (the paper's active-reader counter) and three wait queues
@@ -25,12 +26,21 @@
 //!         light barrier             (compiler fence: line 9's "barrier on non-TSO")
 //!         if WRITER: slot <- FREE|version (report), wait for WRITER to
 //!                    clear, reporting newer versions meanwhile, retry (lines 3-8)
-//! unlock: if converted: slot <- FREE, active -= 1 (Fig. 7 lines 3-5)
-//!         else: slot <- FREE        (Fig. 7 line 2)
-//!               light barrier
-//!               if WRITER: slot <- FREE|version (report, Fig. 7 line 6),
-//!                          wake the writer if it parked waiting for readers
+//! unlock: slot <- FREE              (Fig. 7 line 2)
+//!         light barrier
+//!         if WRITER or SLOW_RELEASE (slow path):
+//!             if this hold was converted: active -= 1 (Fig. 7 lines 3-5)
+//!             Fence mode: a real fence, then the lock word again
+//!             if WRITER: slot <- FREE|version (report, Fig. 7 line 6),
+//!                        wake the writer if it parked waiting for readers
 //! ```
+//!
+//! `SLOW_RELEASE` is sticky: the first `schedule_out` or active-mode read
+//! of a lock sets it (before the hold it concerns exists, so the holder's
+//! release sees it), and so does the lock's first use in Fence mode. From
+//! then on the lock's releases check, off the fast path, whether their
+//! hold was converted (Fig. 7's `preempted` flag, an owner-only bit per
+//! slot) instead of every release loading its status word to find out.
 //!
 //! The paper reports on every release; here a release reports only when a
 //! writer is at the door, the only time a report is read (one load of the
@@ -89,7 +99,7 @@ use core::ptr;
 use rwlock_core::wait::{DefaultWait, Waiters};
 
 use crate::barrier::{self, BarrierMode};
-use crate::domain::{self, CONVERTED, Domain, FENCED, FREE, Record};
+use crate::domain::{self, CONVERTED, Domain, FENCED, FREE, Record, SLOW_RELEASE};
 use crate::sync::{AtomicU32, AtomicU64, AtomicUsize, Ordering, fence, spin_loop};
 
 const WRITER: u64 = 1;
@@ -257,6 +267,13 @@ impl PrwLock {
         // Relaxed: uniqueness only.
         let fresh = NEXT_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
         assert!(fresh < 1 << (61 - ID_SHIFT), "prwlock ids exhausted");
+        // In Fence mode every release takes the slow path (for its fence):
+        // set with the id, before any hold of the lock exists.
+        let slow = if barrier::barrier_mode() == BarrierMode::Fence {
+            SLOW_RELEASE
+        } else {
+            0
+        };
         // Relaxed: the id is not a publication; the low bits are kept.
         let mut s = self.state.load(Ordering::Relaxed);
         loop {
@@ -265,7 +282,7 @@ impl PrwLock {
             }
             match self.state.compare_exchange_weak(
                 s,
-                (s & !NO_ID) | fresh << ID_SHIFT,
+                (s & !NO_ID) | slow | fresh << ID_SHIFT,
                 Ordering::Relaxed,
                 Ordering::Relaxed,
             ) {
@@ -287,8 +304,9 @@ impl PrwLock {
         // the check that counts is the one after the barrier.
         let word = self.state.load(Ordering::Relaxed);
         // WRITER and NO_ID clear (and so PASS and EXCLUSIVE, which only
-        // exist beside WRITER): the word is the lock's id, as is.
-        if word & !ID_MASK != 0 {
+        // exist beside WRITER): the word is the lock's id, perhaps with
+        // SLOW_RELEASE, which writers ignore in a hold.
+        if word & (WRITER | NO_ID) != 0 {
             return None;
         }
         let id = word;
@@ -354,6 +372,7 @@ impl PrwLock {
                 // front): SeqCst RMW then SeqCst fence, pairing with the
                 // writer's SeqCst fence between setting WRITER and reading
                 // `active` (a Dekker pair; the fence also makes loom see it).
+                self.mark_slow_release();
                 self.active.fetch_add(1, Ordering::SeqCst);
                 fence(Ordering::SeqCst);
                 // Acquire: as in `read_fast`.
@@ -396,25 +415,23 @@ impl PrwLock {
     #[inline(always)]
     fn unlock_shared_inline(&self, token: ReadToken) {
         let word = token.word;
-        // Relaxed: the owner reads its own store. A tag sends the release
-        // off the fast path: CONVERTED (Fig. 7's `preempted` flag, and the
-        // active sentinel's words) or FENCED (the fallback mode).
-        if word.load(Ordering::Relaxed) & (CONVERTED | FENCED) == 0 {
-            // Release: pairs with the writer's Acquire scan
-            // (`Record::holds`): the read section happens before the
-            // writer's (Fig. 7 line 2).
-            word.store(FREE, Ordering::Release);
-            barrier::light();
-            // Relaxed: ordered after our store by the light barrier, which
-            // pairs with the writer's heavy barrier: a writer that parked
-            // waiting for us set WRITER before its barrier, so either it
-            // sees our slot free or we see WRITER here.
-            if self.state.load(Ordering::Relaxed) & WRITER != 0 {
-                self.release_under_writer(word);
-            }
-            return;
+        // Release: pairs with the writer's Acquire scan (`Record::holds`):
+        // the read section happens before the writer's (Fig. 7 line 2).
+        // For an active-mode token this is a store to a sentinel nobody
+        // reads.
+        word.store(FREE, Ordering::Release);
+        barrier::light();
+        // Relaxed: ordered after our store by the light barrier, which
+        // pairs with the writer's heavy barrier: a writer that parked
+        // waiting for us set WRITER before its barrier, so either it sees
+        // our slot free or we see WRITER here. SLOW_RELEASE was set by this
+        // thread before it converted this hold or took it in active mode
+        // (coherence: we see our own earlier RMW), or at the lock's first
+        // use in Fence mode.
+        let state = self.state.load(Ordering::Relaxed);
+        if state & (WRITER | SLOW_RELEASE) != 0 {
+            self.unlock_shared_slow(token, state);
         }
-        self.unlock_shared_slow(token)
     }
 
     /// A writer is at the door as we leave: report the version (Fig. 7
@@ -428,30 +445,40 @@ impl PrwLock {
         self.drain.wake_all_after_barrier();
     }
 
+    /// The rest of a release whose status word is already FREE, when the
+    /// lock word said WRITER or SLOW_RELEASE.
     #[cold]
     #[inline(never)]
-    fn unlock_shared_slow(&self, token: ReadToken) {
+    fn unlock_shared_slow(&self, token: ReadToken, mut state: u64) {
         if !token.is_passive() {
             self.release_active();
             return;
         }
-        let word = token.word;
-        // Relaxed: the owner reads its own store.
-        let converted = word.load(Ordering::Relaxed) & CONVERTED != 0;
-        // Release: as in `unlock_shared_inline` (for a converted hold it
-        // only clears the tag; `active` below is what writers wait on).
-        word.store(FREE, Ordering::Release);
-        if converted {
-            // Fig. 7 lines 3-5.
+        let (record, slot) = Record::locate(token.word);
+        if record.take_converted(slot) {
+            // Fig. 7 lines 3-5: the hold lives on the active count.
             self.release_active();
-        } else {
-            // A FENCED hold: the light barrier of Fence mode.
+            return;
+        }
+        if barrier::barrier_mode() == BarrierMode::Fence {
+            // The light barrier of Fence mode, then the check again.
             barrier::light_in(BarrierMode::Fence);
             // Relaxed: as in `unlock_shared_inline`.
-            if self.state.load(Ordering::Relaxed) & WRITER != 0 {
-                self.release_under_writer(word);
-            }
+            state = self.state.load(Ordering::Relaxed);
         }
+        if state & WRITER != 0 {
+            self.release_under_writer(token.word);
+        }
+    }
+
+    /// Sets the sticky SLOW_RELEASE bit before this thread takes a hold
+    /// whose release needs the slow path.
+    #[cold]
+    fn mark_slow_release(&self) {
+        // Relaxed: read by this same thread's later release (coherence);
+        // other threads' releases of plain holds may take the slow path
+        // needlessly, which is harmless.
+        self.state.fetch_or(SLOW_RELEASE, Ordering::Relaxed);
     }
 
     /// `active -= 1`, waking a writer waiting for the last one.
@@ -492,8 +519,9 @@ impl PrwLock {
         };
         let mut converted = 0;
         for slot in 0..crate::PASSIVE_SLOTS {
-            // Relaxed: our own slot.
-            if record.slot(slot).load(Ordering::Relaxed) & !FENCED == id {
+            if record.is_hold_of(slot, id) {
+                self.mark_slow_release();
+                record.mark_converted(slot);
                 // SeqCst: the increment must precede the tag below for any
                 // writer (which reads the slot with Acquire, then `active`).
                 self.active.fetch_add(1, Ordering::SeqCst);
@@ -512,14 +540,17 @@ impl PrwLock {
     /// writer (consensus inherited).
     #[inline]
     fn acquire_writer(&self) -> bool {
-        let free = self.id();
+        self.id();
+        // Relaxed: the CAS validates it.
+        let free = self.state.load(Ordering::Relaxed);
         // SeqCst: the WRITER store must precede our later reads of reader
         // status (with the fence in `consensus`); Acquire for the previous
         // writer's section.
-        if self
-            .state
-            .compare_exchange(free, free | WRITER, Ordering::SeqCst, Ordering::Relaxed)
-            .is_ok()
+        if free & (WRITER | PASS) == 0
+            && self
+                .state
+                .compare_exchange(free, free | WRITER, Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok()
         {
             return false;
         }
@@ -717,7 +748,11 @@ unsafe impl lock_api::RawRwLock for PrwLock {
         if self.active.load(Ordering::Relaxed) != 0 || self.domain.any_holds(id) {
             return None;
         }
-        let free = id;
+        // Relaxed: the CAS validates it.
+        let free = self.state.load(Ordering::Relaxed);
+        if free & (WRITER | PASS) != 0 {
+            return None;
+        }
         // SeqCst: as in `acquire_writer`.
         self.state
             .compare_exchange(free, free | WRITER, Ordering::SeqCst, Ordering::Relaxed)
@@ -784,6 +819,7 @@ unsafe impl lock_api::RawRwLockDowngrade for PrwLock {
                 ReadToken::passive(record, slot)
             }
             None => {
+                self.mark_slow_release();
                 // Relaxed: published by the releasing RMW below.
                 self.active.fetch_add(1, Ordering::Relaxed);
                 ReadToken::active()
