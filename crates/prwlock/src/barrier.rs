@@ -76,8 +76,9 @@ const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
 const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
 
 fn membarrier(cmd: libc::c_int) -> libc::c_long {
-    // SAFETY: membarrier takes two integers and a CPU id (ignored without
-    // MEMBARRIER_CMD_FLAG_CPU); it touches no memory of ours.
+    // membarrier takes two integers and a CPU id (ignored without
+    // MEMBARRIER_CMD_FLAG_CPU).
+    // SAFETY: the syscall touches no memory of ours.
     unsafe {
         libc::syscall(
             libc::SYS_membarrier,

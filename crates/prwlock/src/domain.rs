@@ -129,9 +129,10 @@ impl Record {
     pub(crate) fn locate(word: &AtomicU64) -> (&'static Record, usize) {
         let addr = word as *const AtomicU64 as usize;
         let base = addr & !(core::mem::align_of::<Record>() - 1);
-        // SAFETY: tokens point into a record's `slots`, which `repr(C)`
-        // puts at offset 0 and which fit in the record's first 128 bytes
-        // (asserted below); records are never freed.
+        // Tokens point into a record's `slots`, which `repr(C)` puts at
+        // offset 0 and which fit in the record's first 128 bytes (asserted
+        // below).
+        // SAFETY: so `base` is a record, and records are never freed.
         let record = unsafe { &*(base as *const Record) };
         (record, (addr - base) / core::mem::size_of::<AtomicU64>())
     }
@@ -497,8 +498,8 @@ impl Domain {
                 }
                 // Relaxed: a statistic.
                 self.records.fetch_add(1, Ordering::Relaxed);
-                // SAFETY: published records are never freed (domains are
-                // 'static and records are reused, not removed).
+                // Domains are 'static and records are reused, not removed.
+                // SAFETY: published records are never freed.
                 unsafe { &*fresh }
             }
         };
@@ -525,8 +526,8 @@ impl<'a> Iterator for Records<'a> {
         if self.next.is_null() {
             return None;
         }
-        // SAFETY: published records are never freed and `next` links were
-        // written before publication (see `Domain::claim`).
+        // `next` links were written before publication (`Domain::claim`).
+        // SAFETY: published records are never freed.
         let r = unsafe { &*self.next };
         self.next = r.next;
         Some(r)

@@ -840,8 +840,9 @@ pub trait ReadGuardExt {
 impl<T: ?Sized> ReadGuardExt for lock_api::RwLockReadGuard<'_, PrwLock, T> {
     fn schedule_out(&self) -> usize {
         let lock = lock_api::RwLockReadGuard::rwlock(self);
-        // SAFETY: `schedule_out` changes how the hold is counted, not who
-        // holds the lock; the guard still releases it exactly once.
+        // `schedule_out` changes how the hold is counted, not who holds the
+        // lock; the guard still releases it exactly once.
+        // SAFETY: no lock state is changed behind the guard's back.
         unsafe { lock.raw() }.schedule_out()
     }
 }
