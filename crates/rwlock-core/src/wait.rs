@@ -212,7 +212,7 @@ impl Waiters {
         if ready() {
             return;
         }
-        self.wait_slow::<W>(&mut ready)
+        self.wait_slow::<W>(&mut ready, &|| {})
     }
 
     /// Like [`wait_until`](Self::wait_until), for wakers that change the
@@ -236,15 +236,7 @@ impl Waiters {
         if ready() {
             return;
         }
-        let mut backoff = Backoff::<W>::new();
-        loop {
-            if ready() {
-                return;
-            }
-            if backoff.snooze() == Snooze::Park {
-                self.park_after(&mut ready, &barrier);
-            }
-        }
+        self.wait_slow::<W>(&mut ready, &barrier)
     }
 
     /// The waker's side of
@@ -261,22 +253,19 @@ impl Waiters {
         }
     }
 
+    /// Spins, yields, then parks, running `barrier` before each re-check
+    /// under the bucket lock (a no-op for `wait_until`).
     #[cold]
-    fn wait_slow<W: WaitPolicy>(&self, ready: &mut dyn FnMut() -> bool) {
+    fn wait_slow<W: WaitPolicy>(&self, ready: &mut dyn FnMut() -> bool, barrier: &dyn Fn()) {
         let mut backoff = Backoff::<W>::new();
         loop {
             if ready() {
                 return;
             }
             if backoff.snooze() == Snooze::Park {
-                self.park(ready);
+                self.park_after(ready, barrier);
             }
         }
-    }
-
-    #[cold]
-    fn park(&self, ready: &mut dyn FnMut() -> bool) {
-        self.park_after(ready, &|| {});
     }
 
     #[cold]
