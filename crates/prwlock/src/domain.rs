@@ -42,14 +42,11 @@ pub const PASSIVE_SLOTS: usize = 4;
 pub(crate) const CONVERTED: u64 = 1 << 63;
 /// Tag of a free slot; the low bits are the version its owner reported.
 pub(crate) const FREE: u64 = 1 << 62;
-/// Tag of a passive hold taken in [`BarrierMode::Fence`] (diagnostic only:
-/// the lock word's `SLOW_RELEASE` sends such releases off the fast path).
-pub(crate) const FENCED: u64 = 1 << 61;
 /// A lock-word bit (see prwlock.rs) that a hold word may carry, since the
 /// read fast path stores the lock word as is: writers ignore it.
 pub(crate) const SLOW_RELEASE: u64 = 1 << 4;
 /// Bits of a hold word that are not the lock id.
-const HOLD_FLAGS: u64 = FENCED | SLOW_RELEASE;
+const HOLD_FLAGS: u64 = SLOW_RELEASE;
 
 const _: () = assert!(PASSIVE_SLOTS.is_power_of_two());
 const _: () =

@@ -99,7 +99,7 @@ use core::ptr;
 use rwlock_core::wait::{DefaultWait, Waiters};
 
 use crate::barrier::{self, BarrierMode};
-use crate::domain::{self, CONVERTED, Domain, FENCED, FREE, Record, SLOW_RELEASE};
+use crate::domain::{self, CONVERTED, Domain, FREE, Record, SLOW_RELEASE};
 use crate::sync::{AtomicU32, AtomicU64, AtomicUsize, Ordering, fence, spin_loop};
 
 const WRITER: u64 = 1;
@@ -111,17 +111,8 @@ const NO_ID: u64 = 1 << 3;
 const ID_SHIFT: u32 = 8;
 /// The id bits of `state`. A lock's "id" below is these bits in place
 /// (`id << ID_SHIFT`), which is also what its holds store in a status word:
-/// below bit 61, clear of the FENCED, FREE and CONVERTED tags.
+/// below bit 61, clear of the FREE and CONVERTED tags.
 const ID_MASK: u64 = !((1 << ID_SHIFT) - 1);
-
-/// The status word of a passive hold of lock `id` taken in `mode`.
-#[inline]
-fn hold_word(id: u64, mode: BarrierMode) -> u64 {
-    match mode {
-        BarrierMode::Membarrier => id,
-        BarrierMode::Fence => id | FENCED,
-    }
-}
 
 /// Ids are unique per process; 53 bits never run out, and the tags above
 /// bit 60 never collide with an id.
@@ -356,9 +347,7 @@ impl PrwLock {
         match reserved {
             Some((record, slot)) => {
                 // Release, ordered by the barrier below: as in `read_fast`.
-                record
-                    .slot(slot)
-                    .store(hold_word(id, mode), Ordering::Release);
+                record.slot(slot).store(id, Ordering::Release);
                 barrier::light_in(mode);
                 // Acquire: as in `read_fast`.
                 if self.state.load(Ordering::Acquire) & WRITER == 0 {
@@ -805,7 +794,6 @@ unsafe impl lock_api::RawRwLock for PrwLock {
 unsafe impl lock_api::RawRwLockDowngrade for PrwLock {
     unsafe fn downgrade(&self, _token: WriteToken) -> ReadToken {
         let id = self.id();
-        let mode = barrier::barrier_mode();
         let reserved =
             domain::register(self.domain).and_then(|r| r.free_slot().map(|slot| (r, slot)));
         let token = match reserved {
@@ -813,9 +801,7 @@ unsafe impl lock_api::RawRwLockDowngrade for PrwLock {
                 // Published by the releasing RMW below, which the next
                 // writer's CAS on `state` reads from; Release as in
                 // `read_fast` (the slot's previous hold).
-                record
-                    .slot(slot)
-                    .store(hold_word(id, mode), Ordering::Release);
+                record.slot(slot).store(id, Ordering::Release);
                 ReadToken::passive(record, slot)
             }
             None => {
