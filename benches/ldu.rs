@@ -1,0 +1,276 @@
+//! LDU against the usual ways to share a set, on update-heavy workloads
+//! (the LDU paper's regime: a reverse map that forks and exits hammer).
+//!
+//! ```text
+//! cargo bench --bench ldu                      # defaults: about 25 s
+//! cargo bench --bench ldu -- --threads 1,2,4,8 --reads 0,1,10 --keys 4096 --reps 7
+//! ```
+//!
+//! T threads loop for a fixed interval over a universe of `--keys` keys (half
+//! of them members at the start): with probability `--reads` percent a
+//! lookup of a random key, otherwise an insert or a remove (even odds) of a
+//! random key. Sets compared:
+//!
+//! - `ldu`: `Ldu<OrderedSet<u64>>` (one `Arc<Tracked<u64>>` per key, made up
+//!   front, as the objects of a reverse map exist before they are mapped);
+//!   a lookup is `read`, which first applies the pending log;
+//! - `Mutex<BTreeSet>` and `RwLock<BTreeSet>` (std);
+//! - `SkipSet` (crossbeam-skiplist, lock-free).
+//!
+//! The interval of an LDU run ends only after a final `synchronize`: the
+//! work the log deferred is paid inside the measurement. Each point is the
+//! median of `--reps` runs; the runs of all sets are interleaved so they see
+//! the same machine. Ratios are against `Mutex<BTreeSet>` in the same run.
+
+use std::collections::BTreeSet;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier, Mutex, RwLock};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crossbeam_skiplist::SkipSet;
+use ldu::{Ldu, OrderedSet, Tracked};
+
+const HELP: &str = "\
+ldu bench: update-heavy set workloads, LDU vs Mutex/RwLock<BTreeSet> vs SkipSet
+
+options (lists are comma-separated):
+  --threads LIST     thread counts (default 1,2,4)
+  --reads LIST       lookup percentages, decimals allowed (default 0,1)
+  --keys N           key universe (default 4096)
+  --duration-ms N    measurement interval of one run (default 200)
+  --reps N           runs per point, median reported (default 5)
+";
+
+/// A set under test; `finish` runs inside the measured interval.
+trait SharedSet: Send + Sync + 'static {
+    fn insert(&self, k: usize);
+    fn remove(&self, k: usize);
+    fn contains(&self, k: usize) -> bool;
+    fn finish(&self) {}
+}
+
+struct MutexSet(Mutex<BTreeSet<u64>>);
+impl SharedSet for MutexSet {
+    fn insert(&self, k: usize) {
+        self.0.lock().unwrap().insert(k as u64);
+    }
+    fn remove(&self, k: usize) {
+        self.0.lock().unwrap().remove(&(k as u64));
+    }
+    fn contains(&self, k: usize) -> bool {
+        self.0.lock().unwrap().contains(&(k as u64))
+    }
+}
+
+struct RwLockSet(RwLock<BTreeSet<u64>>);
+impl SharedSet for RwLockSet {
+    fn insert(&self, k: usize) {
+        self.0.write().unwrap().insert(k as u64);
+    }
+    fn remove(&self, k: usize) {
+        self.0.write().unwrap().remove(&(k as u64));
+    }
+    fn contains(&self, k: usize) -> bool {
+        self.0.read().unwrap().contains(&(k as u64))
+    }
+}
+
+struct Skip(SkipSet<u64>);
+impl SharedSet for Skip {
+    fn insert(&self, k: usize) {
+        self.0.insert(k as u64);
+    }
+    fn remove(&self, k: usize) {
+        self.0.remove(&(k as u64));
+    }
+    fn contains(&self, k: usize) -> bool {
+        self.0.contains(&(k as u64))
+    }
+}
+
+struct LduSet {
+    log: Ldu<OrderedSet<u64>>,
+    items: Vec<Arc<Tracked<u64>>>,
+}
+impl SharedSet for LduSet {
+    fn insert(&self, k: usize) {
+        self.log.logical_insert(&self.items[k]);
+    }
+    fn remove(&self, k: usize) {
+        self.log.logical_remove(&self.items[k]);
+    }
+    fn contains(&self, k: usize) -> bool {
+        self.log.read(|s| s.contains_value(&(k as u64)))
+    }
+    fn finish(&self) {
+        self.log.synchronize();
+    }
+}
+
+const SETS: [&str; 4] = ["ldu", "Mutex<BTreeSet>", "RwLock<BTreeSet>", "SkipSet"];
+
+fn make(name: &str, keys: usize) -> Arc<dyn SharedSet> {
+    let start = (0..keys).step_by(2).map(|k| k as u64);
+    match name {
+        "ldu" => {
+            let s = LduSet {
+                log: Ldu::default(),
+                items: (0..keys as u64)
+                    .map(|k| Arc::new(Tracked::new(k)))
+                    .collect(),
+            };
+            for k in (0..keys).step_by(2) {
+                s.insert(k);
+            }
+            s.log.synchronize();
+            Arc::new(s)
+        }
+        "Mutex<BTreeSet>" => Arc::new(MutexSet(Mutex::new(start.collect()))),
+        "RwLock<BTreeSet>" => Arc::new(RwLockSet(RwLock::new(start.collect()))),
+        "SkipSet" => Arc::new(Skip(start.collect())),
+        _ => unreachable!(),
+    }
+}
+
+/// One run: total operations per second.
+fn run(set: Arc<dyn SharedSet>, threads: usize, reads_pct: f64, keys: usize, d: Duration) -> f64 {
+    let stop = Arc::new(AtomicBool::new(false));
+    let start = Arc::new(Barrier::new(threads + 1));
+    let read_threshold = (reads_pct / 100.0 * u32::MAX as f64) as u64;
+    let workers: Vec<_> = (0..threads)
+        .map(|t| {
+            let (set, stop, start) = (set.clone(), stop.clone(), start.clone());
+            thread::spawn(move || {
+                let mut x =
+                    0x9E37_79B9_7F4A_7C15u64 ^ (t as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03);
+                let mut ops = 0u64;
+                let mut hits = 0u64;
+                start.wait();
+                while !stop.load(Ordering::Relaxed) {
+                    for _ in 0..64 {
+                        // xorshift64*
+                        x ^= x >> 12;
+                        x ^= x << 25;
+                        x ^= x >> 27;
+                        let r = x.wrapping_mul(0x2545_F491_4F6C_DD1D);
+                        let k = ((r >> 33) as usize) % keys;
+                        if (r & 0xFFFF_FFFF) < read_threshold {
+                            hits += set.contains(k) as u64;
+                        } else if r & (1 << 32) == 0 {
+                            set.insert(k);
+                        } else {
+                            set.remove(k);
+                        }
+                    }
+                    ops += 64;
+                }
+                std::hint::black_box(hits);
+                ops
+            })
+        })
+        .collect();
+    start.wait();
+    let t0 = Instant::now();
+    thread::sleep(d);
+    stop.store(true, Ordering::Relaxed);
+    let ops: u64 = workers.into_iter().map(|w| w.join().unwrap()).sum();
+    set.finish();
+    ops as f64 / t0.elapsed().as_secs_f64()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn list<T: std::str::FromStr>(s: &str) -> Result<Vec<T>, String> {
+    s.split(',')
+        .map(|x| x.trim().parse().map_err(|_| format!("bad list item {x:?}")))
+        .collect()
+}
+
+fn main() -> ExitCode {
+    let mut threads = vec![1usize, 2, 4];
+    let mut reads = vec![0.0f64, 1.0];
+    let mut keys = 4096usize;
+    let mut duration = Duration::from_millis(200);
+    let mut reps = 5usize;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = || it.next().cloned().ok_or(format!("{a} needs a value"));
+        let parsed: Result<(), String> = (|| {
+            match a.as_str() {
+                "--threads" => threads = list(&value()?)?,
+                "--reads" => reads = list(&value()?)?,
+                "--keys" => keys = value()?.parse().map_err(|_| "bad --keys")?,
+                "--duration-ms" => {
+                    duration =
+                        Duration::from_millis(value()?.parse().map_err(|_| "bad --duration-ms")?)
+                }
+                "--reps" => reps = value()?.parse().map_err(|_| "bad --reps")?,
+                "--help" | "-h" => {
+                    print!("{HELP}");
+                    std::process::exit(0);
+                }
+                "--bench" => {} // passed by `cargo bench`
+                other => return Err(format!("unknown option {other}")),
+            }
+            Ok(())
+        })();
+        if let Err(e) = parsed {
+            eprintln!("ldu bench: {e}\n\n{HELP}");
+            return ExitCode::from(2);
+        }
+    }
+    if keys < 2
+        || reps == 0
+        || threads.contains(&0)
+        || reads.iter().any(|r| !(0.0..=100.0).contains(r))
+    {
+        eprintln!(
+            "ldu bench: need --keys >= 2, --reps >= 1, threads >= 1, reads in 0..=100\n\n{HELP}"
+        );
+        return ExitCode::from(2);
+    }
+
+    println!(
+        "ldu bench: {keys} keys, {} ms runs, median of {reps}, {} CPUs available",
+        duration.as_millis(),
+        thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    println!("throughput in M ops/s (ratio to Mutex<BTreeSet> in the same run)\n");
+    print!("{:>7} {:>7}", "reads%", "threads");
+    for s in SETS {
+        print!(" {s:>24}");
+    }
+    println!();
+    let mut acceptance = None;
+    for &r in &reads {
+        for &t in &threads {
+            let mut samples: Vec<Vec<f64>> = vec![Vec::new(); SETS.len()];
+            for _ in 0..reps {
+                for (i, name) in SETS.iter().enumerate() {
+                    samples[i].push(run(make(name, keys), t, r, keys, duration));
+                }
+            }
+            let medians: Vec<f64> = samples.into_iter().map(median).collect();
+            let base = medians[1];
+            print!("{r:>7} {t:>7}");
+            for m in &medians {
+                let cell = format!("{:.2} ({:.2}x)", m / 1e6, m / base);
+                print!(" {cell:>24}");
+            }
+            println!();
+            if r == 0.0 && t == 2 {
+                acceptance = Some(medians[0] / base);
+            }
+        }
+    }
+    if let Some(ratio) = acceptance {
+        println!("\nupdate-only, 2 threads: ldu / Mutex<BTreeSet> = {ratio:.2}");
+    }
+    ExitCode::SUCCESS
+}

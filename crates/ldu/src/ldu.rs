@@ -1,0 +1,777 @@
+//! The log: logical updates (paper Fig. 2), synchronize (Fig. 3), reads.
+//!
+//! # Protocol
+//!
+//! The log is a lock-less LIFO list (Linux's `llist`): an enqueuer links its
+//! node in front of the head with a CAS; [`Ldu::synchronize`] takes the
+//! whole list with one exchange. Nothing ever removes a single entry, so
+//! there is no ABA: a push whose CAS succeeds against a head value that was
+//! taken and pushed again in between still links a valid list (it never
+//! dereferences the head it links to).
+//!
+//! `logical_insert(item)` (`logical_remove` is the mirror image), one CAS
+//! on the item's state word (bits in [`tracked`](crate::tracked)):
+//!
+//! 1. already a member: nothing to do ([`Update::Unchanged`]), except that
+//!    if the membership comes from an insert node that its enqueuer has not
+//!    linked yet, wait for the link as in 3;
+//! 2. the remove node is marked (a remove is pending): clear its mark and
+//!    become a member again, the paper's update-side absorbing fast path
+//!    ([`Update::Absorbed`]): the pending entry stays in the log, unmarked,
+//!    and the synchronize that meets it skips it;
+//! 3. the insert node is already in the log (`EXIST`): set its mark
+//!    ([`Update::Merged`]); if its enqueuer has not linked it yet (`USED`
+//!    clear), wait until it has, so that the operation is in the log when
+//!    this call returns;
+//! 4. otherwise set mark and `EXIST`, push the node (the log takes a strong
+//!    count of the item's `Arc`), then set `USED` ([`Update::Enqueued`]).
+//!
+//! `synchronize`, under the target's write lock (so synchronizes run one at
+//! a time and a reader that finds the log empty cannot overtake one that is
+//! still applying):
+//!
+//! 1. exchange the head with null (the paper's `xchg(head.first, NULL)`);
+//! 2. reverse the taken list into chronological order (the order the
+//!    entries were linked);
+//! 3. for each entry: read its link first (once `EXIST` is clear, an
+//!    enqueuer may relink the node), wait for `USED` (its enqueuer's next
+//!    instruction after the push), clear mark, `EXIST` and `USED` in one
+//!    `fetch_and`, and if the mark was set apply the operation to the target
+//!    (the paper's `CAS(node.mark, 1, 0)` then `physical_update`); then drop
+//!    the entry's strong count.
+//!
+//! A logical operation that races with step 3 on the same item either comes
+//! before the `fetch_and` (its mark is consumed, or its absorbing cleared the
+//! mark this synchronize would have applied) or after (it sees `EXIST` clear
+//! and enqueues the node again, for the next synchronize).
+//!
+//! Per item at most one mark is set (see [`tracked`](crate::tracked)), so a
+//! synchronize applies at most one operation per item, and the order only
+//! matters between different items: entries are applied in the order they
+//! were linked. Targets should make operations on different items commute
+//! (both targets shipped here do: they are keyed by item identity).
+//!
+//! # Memory
+//!
+//! Each pending entry owns one strong count of its item (`Arc::into_raw` at
+//! the push, `Arc::from_raw` when a synchronize or the log's `Drop` takes it
+//! out), so an owner may drop its `Arc` with an entry pending: no timer or
+//! garbage collector, unlike the paper's kernel version (Section 5). An entry
+//! is linked once per `EXIST` claim, so counts balance.
+//!
+//! # Progress
+//!
+//! Logical operations never take the target's lock and never wait, except in
+//! the case 3 window above: a thread that marks a node another thread has
+//! claimed but not yet linked waits for that push (spinning, then yielding).
+//! `synchronize` takes the write lock and applies everything in the log.
+
+use core::fmt;
+use core::marker::PhantomData;
+use core::mem;
+use core::sync::atomic::AtomicUsize as PlainAtomicUsize;
+
+use crossbeam_utils::CachePadded;
+use lock_api::{RawRwLock, RwLock};
+use rwlock_core::PfTicket;
+use rwlock_core::sync::{Arc, AtomicUsize, Ordering};
+use rwlock_core::wait::{DefaultWait, spin_until};
+
+use crate::tracked::{MEMBER, Op, Tracked, exist, mark, node_bits, used};
+
+/// The structure a log updates: the user's real data structure.
+///
+/// [`Ldu::synchronize`] calls these under the target's write lock, in the
+/// order the log entries were linked. The log guarantees that
+/// `apply_insert` is called only for an item the target does not hold (it
+/// was never inserted, or its last applied operation was a remove) and
+/// `apply_remove` only for an item it holds; a target may assert that.
+/// Operations on different items should commute.
+pub trait Target {
+    /// The items' value type (`Arc<Tracked<Item>>` are the items).
+    type Item;
+
+    /// Puts `item` into the structure (the paper's "real insert function").
+    /// The log hands over its own strong count: keep it.
+    fn apply_insert(&mut self, item: Arc<Tracked<Self::Item>>);
+
+    /// Takes `item` out of the structure (and drops the structure's count;
+    /// `item` is the log's).
+    fn apply_remove(&mut self, item: Arc<Tracked<Self::Item>>);
+}
+
+/// What a logical insert or remove did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Update {
+    /// Cancelled the opposite pending operation (update-side absorbing);
+    /// nothing new in the log.
+    Absorbed,
+    /// Marked the item's node, which was already in the log.
+    Merged,
+    /// Marked the item's node and linked it into the log.
+    Enqueued,
+    /// Nothing to do: an insert of a member, or a remove of a non-member.
+    Unchanged,
+}
+
+impl Update {
+    /// Whether the call changed the item's logical membership.
+    #[inline]
+    pub fn changed(self) -> bool {
+        self != Update::Unchanged
+    }
+}
+
+/// What one [`Ldu::synchronize`] did (or, from [`Ldu::totals`], all of them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SyncStats {
+    /// Log entries taken out of the log.
+    pub entries: u64,
+    /// Entries applied as `apply_insert`.
+    pub inserted: u64,
+    /// Entries applied as `apply_remove`.
+    pub removed: u64,
+    /// Entries whose mark had been cleared by absorbing: skipped.
+    pub cancelled: u64,
+}
+
+impl SyncStats {
+    fn add(&mut self, other: &SyncStats) {
+        self.entries += other.entries;
+        self.inserted += other.inserted;
+        self.removed += other.removed;
+        self.cancelled += other.cancelled;
+    }
+}
+
+struct Inner<S> {
+    target: S,
+    totals: SyncStats,
+}
+
+/// Log ids: every log gets a fresh one, never reused (0 means "none").
+static NEXT_LOG_ID: PlainAtomicUsize = PlainAtomicUsize::new(1);
+
+/// A deferred-update log in front of a target structure `S`, guarded by the
+/// reader-writer lock `R` (any `lock_api::RawRwLock`; by default the
+/// workspace's phase-fair ticket lock, whose write path is a few atomics).
+///
+/// ```
+/// use std::sync::Arc;
+/// use ldu::{Ldu, OrderedSet, Tracked, Update};
+///
+/// let log: Ldu<OrderedSet<u64>> = Ldu::default();
+/// let items: Vec<_> = (0..4).map(|k| Arc::new(Tracked::new(k))).collect();
+///
+/// // Updates are lock-free appends to the log...
+/// for it in &items {
+///     assert_eq!(log.logical_insert(it), Update::Enqueued);
+/// }
+/// // ...that cancel each other while pending:
+/// assert_eq!(log.logical_remove(&items[1]), Update::Absorbed);
+///
+/// // A read applies what is pending, then reads under the shared lock.
+/// let values = log.read(|set| set.iter().map(|it| ***it).collect::<Vec<_>>());
+/// assert_eq!(values, [0, 2, 3]);
+/// ```
+pub struct Ldu<S: Target, R: RawRwLock = PfTicket> {
+    /// The newest log entry (tagged `Arc<Tracked<S::Item>>` pointer) or 0.
+    head: CachePadded<AtomicUsize>,
+    /// This log's id, bound into every item it updates.
+    id: usize,
+    inner: RwLock<R, Inner<S>>,
+    /// The log owns `Arc<Tracked<S::Item>>` strong counts through `head`.
+    _items: PhantomData<Arc<Tracked<S::Item>>>,
+}
+
+impl<S: Target + Default, R: RawRwLock> Default for Ldu<S, R> {
+    fn default() -> Self {
+        Self::new(S::default())
+    }
+}
+
+impl<S: Target, R: RawRwLock> Ldu<S, R> {
+    /// A log in front of `target` (which must hold no items of this log:
+    /// items enter it only through the log). Uses `R::INIT`; inside a loom
+    /// model use [`with_lock`](Self::with_lock).
+    pub fn new(target: S) -> Self {
+        Self::with_lock(R::INIT, target)
+    }
+
+    /// A log in front of `target`, guarded by `lock`.
+    pub fn with_lock(lock: R, target: S) -> Self {
+        // The op travels in bit 0 of an entry pointer.
+        const {
+            assert!(mem::align_of::<Tracked<S::Item>>() >= 2);
+        }
+        Ldu {
+            head: CachePadded::new(AtomicUsize::new(0)),
+            // Relaxed: a unique number, ordering nothing.
+            id: NEXT_LOG_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed),
+            inner: RwLock::from_raw(
+                lock,
+                Inner {
+                    target,
+                    totals: SyncStats::default(),
+                },
+            ),
+            _items: PhantomData,
+        }
+    }
+
+    /// Logical insert (paper Fig. 2 `logical_insert`): after this returns,
+    /// every read sees `item` in the target, unless a later remove takes it
+    /// out. Lock-free: never takes the target's lock.
+    ///
+    /// # Panics
+    /// If `item` was already updated through another log.
+    #[inline]
+    pub fn logical_insert(&self, item: &Arc<Tracked<S::Item>>) -> Update {
+        self.update(item, Op::Insert)
+    }
+
+    /// Logical remove (paper Fig. 2 `logical_remove`); see
+    /// [`logical_insert`](Self::logical_insert).
+    ///
+    /// # Panics
+    /// If `item` was already updated through another log.
+    #[inline]
+    pub fn logical_remove(&self, item: &Arc<Tracked<S::Item>>) -> Update {
+        self.update(item, Op::Remove)
+    }
+
+    fn update(&self, item: &Arc<Tracked<S::Item>>, op: Op) -> Update {
+        let node = &item.node;
+        self.bind(item);
+        let want_member = op == Op::Insert;
+        // Acquire (here and on CAS failure): pairs with the AcqRel CAS of the
+        // operation that wrote the state we decide from.
+        let mut s = node.state.load(Ordering::Acquire);
+        let (outcome, linked) = loop {
+            if (s & MEMBER != 0) == want_member {
+                // Already done, possibly by an operation still in flight:
+                // if its node is not linked yet, wait for it (see below).
+                if s & mark(op) != 0 && s & used(op) == 0 {
+                    wait_linked(node, op);
+                }
+                return Update::Unchanged;
+            }
+            let (new, outcome) = if s & mark(op.opposite()) != 0 {
+                // Absorbing: cancel the opposite pending operation.
+                ((s ^ MEMBER) & !mark(op.opposite()), Update::Absorbed)
+            } else if s & exist(op) != 0 {
+                ((s ^ MEMBER) | mark(op), Update::Merged)
+            } else {
+                // Invariant: USED only with EXIST (a synchronize clears both
+                // together, after the enqueuer has set USED).
+                debug_assert_eq!(s & used(op), 0, "ldu: USED without EXIST");
+                ((s ^ MEMBER) | mark(op) | exist(op), Update::Enqueued)
+            };
+            // AcqRel: the CAS is the operation's linearization point; it
+            // releases to whoever reads the state next (another logical
+            // operation, a synchronize's fetch_and) and acquires from the
+            // previous writer.
+            match node
+                .state
+                .compare_exchange_weak(s, new, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => break (outcome, s & used(op) != 0),
+                Err(current) => s = current,
+            }
+        };
+        match outcome {
+            Update::Enqueued => {
+                self.push(item, op);
+                // Release: pairs with the Acquire loads of a synchronize
+                // waiting to take the node and of a merging thread waiting
+                // for the link (both then see the push's head CAS).
+                node.state.fetch_or(used(op), Ordering::Release);
+            }
+            Update::Merged if !linked => wait_linked(node, op),
+            _ => {}
+        }
+        outcome
+    }
+
+    /// Binds `item` to this log on first use; panics if it belongs to another.
+    #[inline]
+    fn bind(&self, item: &Tracked<S::Item>) {
+        use core::sync::atomic::Ordering as Plain;
+        // Relaxed: the id orders nothing; it only detects misuse.
+        let owner = item.node.log.load(Plain::Relaxed);
+        if owner == self.id {
+            return;
+        }
+        if owner == 0 {
+            match item
+                .node
+                .log
+                .compare_exchange(0, self.id, Plain::Relaxed, Plain::Relaxed)
+            {
+                Ok(_) => return,
+                Err(o) if o == self.id => return,
+                Err(_) => {}
+            }
+        }
+        wrong_log()
+    }
+
+    /// Links `item`'s `op` node in front of the log (the caller owns the
+    /// node's `EXIST` claim). The entry owns a new strong count.
+    fn push(&self, item: &Arc<Tracked<S::Item>>, op: Op) {
+        let entry = Arc::into_raw(Arc::clone(item)) as usize | op.index();
+        let link = &item.node.next[op.index()];
+        // Relaxed: the value is only used as the CAS's expected value.
+        let mut head = self.head.load(Ordering::Relaxed);
+        loop {
+            // Relaxed: published by the Release CAS below.
+            link.store(head, Ordering::Relaxed);
+            // Release: pairs with synchronize's Acquire exchange, which then
+            // sees this link and the links of every earlier push (each push
+            // is a read-modify-write, so it continues their release
+            // sequences).
+            match self
+                .head
+                .compare_exchange_weak(head, entry, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(current) => head = current,
+            }
+        }
+    }
+
+    /// Applies every pending operation to the target (paper Fig. 3
+    /// `synchronize_ldu`), under the write lock. Returns at once, without
+    /// the lock, when the log is empty.
+    ///
+    /// If the target's `apply_*` panics, the panic propagates; the entry
+    /// being applied is dropped (its operation may or may not have reached
+    /// the target) and the entries after it go back into the log.
+    pub fn synchronize(&self) -> SyncStats {
+        // Acquire: pairs with the pushes' Release CAS (see `drain`'s own
+        // Acquire; this one is only the empty check).
+        if self.head.load(Ordering::Acquire) == 0 {
+            return SyncStats::default();
+        }
+        let mut inner = self.inner.write();
+        self.drain(&mut inner)
+    }
+
+    /// Synchronizes, then runs `f` on the target under the shared lock.
+    pub fn read<U>(&self, f: impl FnOnce(&S) -> U) -> U {
+        self.synchronize();
+        let inner = self.inner.read();
+        f(&inner.target)
+    }
+
+    /// The sum of every synchronize's [`SyncStats`] so far.
+    pub fn totals(&self) -> SyncStats {
+        self.inner.read().totals
+    }
+
+    /// Synchronizes and returns the target.
+    pub fn into_target(self) -> S {
+        self.synchronize();
+        // The log is now empty (synchronize took everything, and nobody can
+        // push: `self` is owned), so skipping `Drop` leaves no strong count.
+        let this = mem::ManuallyDrop::new(self);
+        // SAFETY: `inner` is moved out exactly once and `this` is never used
+        // or dropped again; the other fields own nothing (`head` is 0).
+        let inner = unsafe { core::ptr::read(&this.inner) };
+        inner.into_inner().target
+    }
+
+    /// Takes the log and applies it; the caller holds the write lock.
+    fn drain(&self, inner: &mut Inner<S>) -> SyncStats {
+        // Acquire: pairs with every push's Release CAS (one release sequence
+        // through all of them), so the links below are visible.
+        let mut p = self.head.swap(0, Ordering::AcqRel);
+        // Reverse into chronological order. The taken entries' links are
+        // ours: their nodes' EXIST bits are set, so no enqueuer writes them.
+        let mut chain = 0;
+        while p != 0 {
+            let link = entry_link::<S::Item>(p);
+            // Relaxed: ordered by the exchange above (or written by us).
+            let next = link.load(Ordering::Relaxed);
+            link.store(chain, Ordering::Relaxed);
+            chain = p;
+            p = next;
+        }
+        let mut rest = Remaining::<S, R> { log: self, chain };
+        let mut stats = SyncStats::default();
+        while rest.chain != 0 {
+            let p = rest.chain;
+            let op = Op::from_tag(p);
+            // SAFETY: `p` came out of the log, which owned one strong count
+            // of this `Arc` (pushed with `Arc::into_raw`); we take it over.
+            let item = unsafe { Arc::from_raw((p & !1) as *const Tracked<S::Item>) };
+            let node = &item.node;
+            // Read the link before giving the node back: once EXIST is
+            // clear an enqueuer may relink it. Relaxed: written by us.
+            rest.chain = node.next[op.index()].load(Ordering::Relaxed);
+            // The enqueuer sets USED right after its push, which we have
+            // seen. Acquire: pairs with its Release fetch_or.
+            spin_until::<DefaultWait>(|| node.state.load(Ordering::Acquire) & used(op) != 0);
+            // AcqRel: ordered with the logical operations' CAS on the same
+            // word: a mark set before this is applied now; an operation
+            // after it sees EXIST clear and enqueues again.
+            let before = node.state.fetch_and(!node_bits(op), Ordering::AcqRel);
+            debug_assert_ne!(before & exist(op), 0, "ldu: a log entry without EXIST");
+            stats.entries += 1;
+            if before & mark(op) != 0 {
+                match op {
+                    Op::Insert => {
+                        stats.inserted += 1;
+                        inner.target.apply_insert(item);
+                    }
+                    Op::Remove => {
+                        stats.removed += 1;
+                        inner.target.apply_remove(item);
+                    }
+                }
+            } else {
+                stats.cancelled += 1;
+            }
+        }
+        inner.totals.add(&stats);
+        stats
+    }
+}
+
+/// Waits until `node`'s `op` node, claimed by an enqueuer that has not
+/// linked it yet, is linked (or already taken by a synchronize, which
+/// consumed its mark). A caller whose outcome depends on that node's mark
+/// (a merge into it, or an insert that found the item a member because of
+/// it) must not return before: a read after the call must see the
+/// operation. The enqueuer is a few instructions from its `fetch_or`.
+#[cold]
+fn wait_linked(node: &crate::tracked::LduNode, op: Op) {
+    // Acquire: pairs with the enqueuer's Release fetch_or of USED (and with
+    // the synchronize's AcqRel fetch_and that cleared EXIST).
+    spin_until::<DefaultWait>(|| {
+        let s = node.state.load(Ordering::Acquire);
+        s & exist(op) == 0 || s & used(op) != 0
+    });
+}
+
+/// The entry's link word (the `next` of the node the entry names).
+#[inline]
+fn entry_link<'a, T>(entry: usize) -> &'a AtomicUsize {
+    let item = (entry & !1) as *const Tracked<T>;
+    // SAFETY: `entry` is a live log entry: it owns a strong count of the
+    // item, which therefore outlives every use the caller makes of the link
+    // (the caller holds the entry until it drops that count).
+    unsafe { &(*item).node.next[Op::from_tag(entry).index()] }
+}
+
+#[cold]
+#[inline(never)]
+fn wrong_log() -> ! {
+    panic!("ldu: this Tracked item belongs to another Ldu log (an item takes part in one log)")
+}
+
+/// Entries a synchronize has taken but not applied yet. Dropped with a
+/// non-empty chain only when the target panicked: the entries go back into
+/// the log (bits intact), for the next synchronize.
+struct Remaining<'a, S: Target, R: RawRwLock> {
+    log: &'a Ldu<S, R>,
+    chain: usize,
+}
+
+impl<S: Target, R: RawRwLock> Drop for Remaining<'_, S, R> {
+    fn drop(&mut self) {
+        if self.chain == 0 {
+            return;
+        }
+        let mut last = self.chain;
+        loop {
+            // Relaxed: our own links.
+            let next = entry_link::<S::Item>(last).load(Ordering::Relaxed);
+            if next == 0 {
+                break;
+            }
+            last = next;
+        }
+        let link = entry_link::<S::Item>(last);
+        // Relaxed: only the CAS's expected value.
+        let mut head = self.log.head.load(Ordering::Relaxed);
+        loop {
+            // Relaxed: published by the Release CAS (as in `push`).
+            link.store(head, Ordering::Relaxed);
+            // Release: pairs with the next synchronize's Acquire exchange.
+            match self.log.head.compare_exchange_weak(
+                head,
+                self.chain,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(current) => head = current,
+            }
+        }
+    }
+}
+
+impl<S: Target, R: RawRwLock> Drop for Ldu<S, R> {
+    fn drop(&mut self) {
+        // `&mut self`: no operation is in flight, every claimed node is
+        // linked. Release the log's strong counts; the items stay bound to
+        // this (dead) log.
+        // Acquire: pairs with the pushes' Release CAS.
+        let mut p = self.head.swap(0, Ordering::Acquire);
+        while p != 0 {
+            // Relaxed: ordered by the exchange.
+            let next = entry_link::<S::Item>(p).load(Ordering::Relaxed);
+            // SAFETY: the log owned this strong count (see `drain`).
+            drop(unsafe { Arc::from_raw((p & !1) as *const Tracked<S::Item>) });
+            p = next;
+        }
+    }
+}
+
+impl<S: Target + fmt::Debug, R: RawRwLock> fmt::Debug for Ldu<S, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Ldu");
+        // Relaxed: a snapshot for humans.
+        d.field("pending", &(self.head.load(Ordering::Relaxed) != 0));
+        match self.inner.try_read() {
+            Some(inner) => d
+                .field("target", &inner.target)
+                .field("totals", &inner.totals),
+            None => d.field("target", &format_args!("<locked>")),
+        };
+        d.finish()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::sync::atomic::{AtomicUsize as Counter, Ordering as O};
+
+    use super::*;
+    use crate::OrderedSet;
+
+    fn item(v: u32) -> Arc<Tracked<u32>> {
+        Arc::new(Tracked::new(v))
+    }
+
+    #[test]
+    fn outcomes_follow_fig2_with_absorbing() {
+        let log: Ldu<OrderedSet<u32>> = Ldu::default();
+        let a = item(1);
+        assert_eq!(log.logical_insert(&a), Update::Enqueued);
+        assert_eq!(log.logical_insert(&a), Update::Unchanged);
+        assert_eq!(log.logical_remove(&a), Update::Absorbed);
+        assert_eq!(log.logical_remove(&a), Update::Unchanged);
+        assert!(!a.is_member());
+        // The insert node is still in the log, unmarked: mark it again.
+        assert_eq!(log.logical_insert(&a), Update::Merged);
+        let s = log.synchronize();
+        assert_eq!(
+            s,
+            SyncStats {
+                entries: 1,
+                inserted: 1,
+                removed: 0,
+                cancelled: 0
+            }
+        );
+        assert!(log.read(|t| t.contains(&a)));
+        assert_eq!(log.logical_remove(&a), Update::Enqueued);
+        assert_eq!(log.logical_insert(&a), Update::Absorbed);
+        let s = log.synchronize();
+        assert_eq!((s.entries, s.cancelled), (1, 1));
+        assert!(log.read(|t| t.contains(&a)));
+        assert_eq!(log.synchronize(), SyncStats::default(), "empty log");
+        let t = log.totals();
+        assert_eq!(
+            (t.entries, t.inserted, t.removed, t.cancelled),
+            (2, 1, 0, 1)
+        );
+    }
+
+    #[test]
+    fn applies_in_link_order_and_reads_see_own_updates() {
+        let log: Ldu<OrderedSet<u32>> = Ldu::default();
+        let items: Vec<_> = (0..50).map(item).collect();
+        for (i, it) in items.iter().enumerate() {
+            log.logical_insert(it);
+            assert_eq!(log.read(|t| t.len()), i + 1);
+        }
+        for it in items.iter().step_by(2) {
+            log.logical_remove(it);
+        }
+        let odd: Vec<u32> = log.read(|t| t.iter().map(|it| ***it).collect());
+        assert_eq!(odd, (0..50).filter(|v| v % 2 == 1).collect::<Vec<_>>());
+    }
+
+    struct Counted(Arc<Counter>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, O::SeqCst);
+        }
+    }
+
+    /// A target that keeps items in arrival order (no `Clone` or `Ord`
+    /// needed, so drops of `Counted` values are exact).
+    #[derive(Default)]
+    struct Bag<T>(Vec<Arc<Tracked<T>>>);
+    impl<T> Target for Bag<T> {
+        type Item = T;
+        fn apply_insert(&mut self, item: Arc<Tracked<T>>) {
+            self.0.push(item);
+        }
+        fn apply_remove(&mut self, item: Arc<Tracked<T>>) {
+            let i = self.0.iter().position(|x| Arc::ptr_eq(x, &item)).unwrap();
+            self.0.swap_remove(i);
+        }
+    }
+
+    #[test]
+    fn owner_may_drop_its_arc_while_an_entry_is_pending() {
+        let drops = Arc::new(Counter::new(0));
+        let log: Ldu<Bag<Counted>> = Ldu::new(Bag(Vec::new()));
+        let a = Arc::new(Tracked::new(Counted(Arc::clone(&drops))));
+        log.logical_insert(&a);
+        assert_eq!(Arc::strong_count(&a), 2, "the log holds one count");
+        let weak = Arc::downgrade(&a);
+        let b = weak.upgrade().unwrap();
+        drop(a);
+        log.logical_remove(&b);
+        log.logical_insert(&b);
+        drop(b);
+        assert_eq!(drops.load(O::SeqCst), 0, "alive while the log reaches it");
+        log.synchronize();
+        assert_eq!(log.read(|t| t.0.len()), 1);
+        let b = weak.upgrade().unwrap();
+        assert_eq!(Arc::strong_count(&b), 2, "owner (upgraded) + target");
+        log.logical_remove(&b);
+        drop(b);
+        log.synchronize();
+        assert_eq!(
+            drops.load(O::SeqCst),
+            1,
+            "freed once the removal is applied"
+        );
+        assert!(weak.upgrade().is_none());
+    }
+
+    #[test]
+    fn dropping_the_log_releases_pending_entries() {
+        let drops = Arc::new(Counter::new(0));
+        let log: Ldu<Bag<Counted>> = Ldu::new(Bag(Vec::new()));
+        for v in 0..10 {
+            let it = Arc::new(Tracked::new(Counted(Arc::clone(&drops))));
+            log.logical_insert(&it);
+            if v % 3 == 0 {
+                log.logical_remove(&it);
+            }
+        }
+        assert_eq!(drops.load(O::SeqCst), 0);
+        drop(log);
+        assert_eq!(drops.load(O::SeqCst), 10);
+    }
+
+    #[test]
+    fn into_target_applies_pending_entries() {
+        let log: Ldu<OrderedSet<u32>> = Ldu::default();
+        let items: Vec<_> = (0..5).map(item).collect();
+        items.iter().for_each(|it| {
+            log.logical_insert(it);
+        });
+        let set = log.into_target();
+        assert_eq!(set.len(), 5);
+        for it in &items {
+            assert_eq!(
+                Arc::strong_count(it),
+                2,
+                "owner + target, no log count left"
+            );
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "belongs to another Ldu log")]
+    fn an_item_takes_part_in_one_log() {
+        let first: Ldu<OrderedSet<u32>> = Ldu::default();
+        let second: Ldu<OrderedSet<u32>> = Ldu::default();
+        let a = item(3);
+        first.logical_insert(&a);
+        second.logical_remove(&a);
+    }
+
+    /// A target whose insert of a chosen value panics once.
+    #[derive(Default)]
+    struct Flaky {
+        set: OrderedSet<u32>,
+        poison: Option<u32>,
+    }
+    impl Target for Flaky {
+        type Item = u32;
+        fn apply_insert(&mut self, item: Arc<Tracked<u32>>) {
+            if self.poison == Some(**item) {
+                self.poison = None;
+                panic!("flaky target");
+            }
+            self.set.apply_insert(item);
+        }
+        fn apply_remove(&mut self, item: Arc<Tracked<u32>>) {
+            self.set.apply_remove(item);
+        }
+    }
+
+    #[test]
+    fn a_panicking_target_keeps_the_rest_of_the_log() {
+        let log = Ldu::<Flaky>::new(Flaky {
+            poison: Some(2),
+            ..Flaky::default()
+        });
+        let items: Vec<_> = (0..5).map(item).collect();
+        items.iter().for_each(|it| {
+            log.logical_insert(it);
+        });
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| log.synchronize()));
+        assert!(r.is_err());
+        // 0 and 1 applied, 2 lost with the panic, 3 and 4 back in the log.
+        let values: Vec<u32> = log.read(|t| t.set.iter().map(|it| ***it).collect());
+        assert_eq!(values, [0, 1, 3, 4]);
+        assert_eq!(
+            Arc::strong_count(&items[2]),
+            1,
+            "the panicked entry's count was dropped"
+        );
+        // Item 2 is a logical member the target lacks: removing it would break
+        // the target's invariant, so the docs say what was lost. The others
+        // work as usual.
+        log.logical_remove(&items[3]);
+        assert_eq!(log.read(|t| t.set.len()), 3);
+    }
+
+    #[test]
+    fn any_lock_api_lock_guards_the_target() {
+        let log = Ldu::<OrderedSet<u32>, parking_lot::RawRwLock>::new(OrderedSet::new());
+        let a = item(9);
+        log.logical_insert(&a);
+        assert!(log.read(|t| t.contains_value(&9)));
+        let log = Ldu::<OrderedSet<u32>, rwlock_core::PfQueue>::default();
+        log.logical_insert(&item(1));
+        assert_eq!(log.read(|t| t.len()), 1);
+    }
+
+    #[test]
+    fn debug_shows_bits_and_target() {
+        let log: Ldu<OrderedSet<u32>> = Ldu::default();
+        let a = item(4);
+        log.logical_insert(&a);
+        let s = format!("{a:?}");
+        assert!(
+            s.contains("member: true") && s.contains("mark|exist|used"),
+            "{s}"
+        );
+        log.synchronize();
+        assert_eq!(
+            format!("{log:?}"),
+            "Ldu { pending: false, target: {4}, totals: SyncStats { entries: 1, inserted: 1, removed: 0, cancelled: 0 } }"
+        );
+    }
+}

@@ -1,0 +1,84 @@
+//! LDU: a lock-free deferred-update log with update-side absorbing (Kyong &
+//! Lim, "LDU: A Lightweight Concurrent Update Method with Deferred
+//! Processing for Linux Kernel Scalability", Section 3, Figures 2 and 3).
+//!
+//! For update-heavy structures. An insert or remove does not touch the
+//! structure: it is a lock-free append to a global log (a CAS on the item,
+//! at most one CAS on the log's head), and a remove that meets a pending
+//! insert of the same item cancels it instead of logging anything
+//! (update-side absorbing; likewise an insert meeting a pending remove).
+//! The structure itself, the [`Target`], is updated in a batch, under its
+//! write lock, when somebody needs to read it: [`Ldu::read`] first
+//! [synchronizes](Ldu::synchronize), then reads under the shared lock.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::thread;
+//! use ldu::{Ldu, OrderedSet, Tracked};
+//!
+//! let log: Arc<Ldu<OrderedSet<u32>>> = Arc::default();
+//! let items: Arc<Vec<_>> = Arc::new((0..100).map(|k| Arc::new(Tracked::new(k))).collect());
+//!
+//! let workers: Vec<_> = (0..2)
+//!     .map(|t| {
+//!         let (log, items) = (Arc::clone(&log), Arc::clone(&items));
+//!         thread::spawn(move || {
+//!             for it in items.iter().skip(t).step_by(2) {
+//!                 log.logical_insert(it); // no lock taken
+//!                 if ***it % 10 == 0 {
+//!                     log.logical_remove(it); // cancels the pending insert
+//!                 }
+//!             }
+//!         })
+//!     })
+//!     .collect();
+//! workers.into_iter().for_each(|w| w.join().unwrap());
+//!
+//! assert_eq!(log.read(|set| set.len()), 90);
+//! ```
+//!
+//! # What is here
+//! - [`Tracked<T>`]: an item (your value and its insert and remove log
+//!   nodes), shared as `Arc<Tracked<T>>`.
+//! - [`Ldu<S, R>`]: the log in front of a target `S`, guarded by any
+//!   `lock_api::RawRwLock` `R` (default: [`rwlock_core::PfTicket`]).
+//!   [`Ldu::logical_insert`] / [`Ldu::logical_remove`] report what they did
+//!   ([`Update`]); [`Ldu::synchronize`] reports what it applied
+//!   ([`SyncStats`]).
+//! - Targets: [`OrderedSet`] (items by value) and [`IntervalSet`] (items by
+//!   the key range they cover, the paper's reverse map), or your own
+//!   structure implementing [`Target`].
+//!
+//! # Semantics
+//! Every logical operation takes effect atomically at one CAS on the item,
+//! so concurrent inserts and removes of one item are ordered (the paper's
+//! kernel never issues them concurrently; this library does not ask that of
+//! its callers). An insert of a member or a remove of a non-member changes
+//! nothing. When a logical operation returns, any later `read` (in any
+//! thread that synchronizes with the caller, and in the caller itself) sees
+//! its effect. The target sees, per item, alternating inserts and removes,
+//! starting with an insert. See [`ldu`] for the protocol and why absorbing
+//! is safe.
+//!
+//! # When to use it
+//! When updates dominate and reads can pay for a batch: each read with
+//! pending updates takes the write lock and applies them. With frequent
+//! reads, a concurrent structure or a reader-writer lock does better
+//! (`docs/ldu.md` has the measurements). Do not call [`Ldu::read`] or
+//! [`Ldu::synchronize`] from inside a `read` closure or a [`Target`] method:
+//! the write lock would wait for the read lock its own thread holds.
+
+#![warn(missing_docs)]
+
+mod interval_set;
+pub mod ldu;
+mod ordered_set;
+pub mod tracked;
+
+#[cfg(all(test, loom))]
+mod loom_tests;
+
+pub use crate::interval_set::{IntervalSet, Ranged};
+pub use crate::ldu::{Ldu, SyncStats, Target, Update};
+pub use crate::ordered_set::OrderedSet;
+pub use crate::tracked::{LduNode, Tracked};

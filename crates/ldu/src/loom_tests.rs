@@ -1,0 +1,147 @@
+//! loom models (`RUSTFLAGS="--cfg loom"`, bounded by `LOOM_MAX_PREEMPTIONS`)
+//! of logical insert vs logical remove vs synchronize on one item.
+//!
+//! Modelled: the item's state word, the log's head and links (loom
+//! atomics), the items' `Arc`s (loom's: a strong count that a model leaks
+//! or frees twice fails the model), and the target's lock (the workspace's
+//! `PfTicket`, itself loom-modelled). Not modelled: the target's contents
+//! are a plain `BTreeMap` behind the lock (mutual exclusion is the lock's
+//! own model's business); the item-to-log binding is a plain atomic.
+//!
+//! Each model checks the outcome against the sequential specification: on
+//! one item the operations that changed something alternate, so their
+//! counts give the final membership, which the target must agree with
+//! after a final synchronize, with every log count released.
+//!
+//! Mutations these models catch (each tried): dropping the wait for an
+//! unlinked node in a merge (`merged_update_is_in_the_log_on_return`
+//! reads a stale target), splitting the state CAS into the paper's two
+//! separate mark words (both orders applied: the target's invariant
+//! assertion fires), and clearing `EXIST` before reading the node's link
+//! in `drain` (a relinked node is walked twice: a strong count is freed
+//! twice or leaked).
+
+use loom::sync::Arc;
+use loom::thread;
+use rwlock_core::PfTicket;
+
+use crate::{Ldu, OrderedSet, Tracked, Update};
+
+type Log = Ldu<OrderedSet<u32>, PfTicket>;
+
+fn log() -> Arc<Log> {
+    Arc::new(Ldu::with_lock(PfTicket::new(), OrderedSet::new()))
+}
+
+/// Changed-operation counts on one item must alternate from `start`.
+fn check(log: &Log, item: &Arc<Tracked<u32>>, start_member: bool, inserts: u32, removes: u32) {
+    let member = if start_member {
+        assert!(
+            removes == inserts || removes == inserts + 1,
+            "{inserts} {removes}"
+        );
+        removes == inserts
+    } else {
+        assert!(
+            inserts == removes || inserts == removes + 1,
+            "{inserts} {removes}"
+        );
+        inserts == removes + 1
+    };
+    assert_eq!(item.is_member(), member);
+    log.synchronize();
+    assert_eq!(log.read(|t| t.contains(item)), member);
+    // Owner + target when a member: the log holds no count any more.
+    assert_eq!(Arc::strong_count(item), 1 + member as usize);
+}
+
+fn changed(u: Update) -> u32 {
+    u.changed() as u32
+}
+
+#[test]
+fn insert_vs_remove_vs_synchronize() {
+    loom::model(|| {
+        let log = log();
+        let item = Arc::new(Tracked::new(1));
+        let ins = {
+            let (log, item) = (log.clone(), item.clone());
+            thread::spawn(move || changed(log.logical_insert(&item)))
+        };
+        let rem = {
+            let (log, item) = (log.clone(), item.clone());
+            thread::spawn(move || changed(log.logical_remove(&item)))
+        };
+        log.synchronize();
+        let (i, r) = (ins.join().unwrap(), rem.join().unwrap());
+        check(&log, &item, false, i, r);
+    });
+}
+
+#[test]
+fn member_remove_insert_vs_remove_vs_synchronize() {
+    loom::model(|| {
+        let log = log();
+        let item = Arc::new(Tracked::new(1));
+        assert_eq!(log.logical_insert(&item), Update::Enqueued);
+        log.synchronize();
+        let a = {
+            let (log, item) = (log.clone(), item.clone());
+            thread::spawn(move || {
+                let r = changed(log.logical_remove(&item));
+                (changed(log.logical_insert(&item)), r)
+            })
+        };
+        let r2 = changed(log.logical_remove(&item));
+        log.synchronize();
+        let (i, r1) = a.join().unwrap();
+        check(&log, &item, true, i, r1 + r2);
+    });
+}
+
+#[test]
+fn unchanged_insert_is_in_the_log_on_return() {
+    loom::model(|| {
+        let log = log();
+        let item = Arc::new(Tracked::new(1));
+        let ins = {
+            let (log, item) = (log.clone(), item.clone());
+            thread::spawn(move || changed(log.logical_insert(&item)))
+        };
+        // An insert that finds the item a member (the other thread's insert
+        // took effect, perhaps without linking its node yet) changes
+        // nothing, but a read after it must see the item.
+        let mine = changed(log.logical_insert(&item));
+        assert!(log.read(|t| t.contains(&item)));
+        let other = ins.join().unwrap();
+        assert_eq!(mine + other, 1);
+        check(&log, &item, false, 1, 0);
+    });
+}
+
+#[test]
+fn merged_update_is_in_the_log_on_return() {
+    loom::model(|| {
+        let log = log();
+        let item = Arc::new(Tracked::new(1));
+        let ins = {
+            let (log, item) = (log.clone(), item.clone());
+            thread::spawn(move || changed(log.logical_insert(&item)))
+        };
+        // Remove until it cancels the other thread's insert, then insert:
+        // the insert merges into the node the other thread has claimed and
+        // may not have linked yet. Nobody removes afterwards, so this
+        // thread's read must see the item.
+        loop {
+            match log.logical_remove(&item) {
+                Update::Absorbed => break,
+                u => assert_eq!(u, Update::Unchanged),
+            }
+            thread::yield_now();
+        }
+        assert_eq!(log.logical_insert(&item), Update::Merged);
+        assert!(log.read(|t| t.contains(&item)));
+        assert_eq!(ins.join().unwrap(), 1);
+        check(&log, &item, false, 2, 1);
+    });
+}
