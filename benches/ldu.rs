@@ -2,7 +2,7 @@
 //! (the LDU paper's regime: a reverse map that forks and exits hammer).
 //!
 //! ```text
-//! cargo bench --bench ldu                      # defaults: about 25 s
+//! cargo bench --bench ldu                      # defaults: about 30 s
 //! cargo bench --bench ldu -- --threads 1,2,4,8 --reads 0,1,10 --keys 4096 --reps 7
 //! ```
 //!

@@ -65,6 +65,7 @@ fn record(counts: &mut [u64; 4], u: Update) {
         Update::Merged => 1,
         Update::Enqueued => 2,
         Update::Unchanged => 3,
+        other => unreachable!("a new outcome: {other:?}"),
     }] += 1;
 }
 

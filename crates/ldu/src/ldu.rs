@@ -34,11 +34,13 @@
 //! 2. reverse the taken list into chronological order (the order the
 //!    entries were linked);
 //! 3. for each entry: read its link first (once `EXIST` is clear, an
-//!    enqueuer may relink the node), wait for `USED` (its enqueuer's next
-//!    instruction after the push), clear mark, `EXIST` and `USED` in one
-//!    `fetch_and`, and if the mark was set apply the operation to the target
-//!    (the paper's `CAS(node.mark, 1, 0)` then `physical_update`); then drop
-//!    the entry's strong count.
+//!    enqueuer may relink the node), then in one atomic update clear mark,
+//!    `EXIST` and `USED`; if `USED` was not set yet (the enqueuer is between
+//!    its push and its `fetch_or`, perhaps preempted) set `TAKEN` instead of
+//!    waiting, and the enqueuer clears `USED` and `TAKEN` when it gets
+//!    there; if the mark was set apply the operation to the target (the
+//!    paper's `CAS(node.mark, 1, 0)` then `physical_update`); then drop the
+//!    entry's strong count.
 //!
 //! A logical operation that races with step 3 on the same item either comes
 //! before the `fetch_and` (its mark is consumed, or its absorbing cleared the
@@ -61,10 +63,15 @@
 //!
 //! # Progress
 //!
-//! Logical operations never take the target's lock and never wait, except in
-//! the case 3 window above: a thread that marks a node another thread has
-//! claimed but not yet linked waits for that push (spinning, then yielding).
-//! `synchronize` takes the write lock and applies everything in the log.
+//! Logical operations never take the target's lock. They wait only for a
+//! concurrent operation on the same item that is between two of its last
+//! steps (spinning, then yielding): a thread whose outcome depends on a node
+//! that another thread has claimed but not linked waits for the link (cases
+//! 1 and 3), and a thread that would enqueue a node whose previous enqueuer
+//! has not yet cleared `TAKEN` waits for that. So updates of different
+//! items never wait for each other, but they are not lock-free in the
+//! strict sense. `synchronize` takes the write lock and never waits for an
+//! updater. A read is never blocked by a preempted updater.
 
 use core::fmt;
 use core::marker::PhantomData;
@@ -77,7 +84,7 @@ use rwlock_core::PfTicket;
 use rwlock_core::sync::{Arc, AtomicUsize, Ordering};
 use rwlock_core::wait::{DefaultWait, spin_until};
 
-use crate::tracked::{MEMBER, Op, Tracked, exist, mark, node_bits, used};
+use crate::tracked::{MEMBER, Op, Tracked, exist, mark, taken, used};
 
 /// The structure a log updates: the user's real data structure.
 ///
@@ -102,6 +109,7 @@ pub trait Target {
 
 /// What a logical insert or remove did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Update {
     /// Cancelled the opposite pending operation (update-side absorbing);
     /// nothing new in the log.
@@ -152,6 +160,17 @@ struct Inner<S> {
 /// Log ids: every log gets a fresh one, never reused (0 means "none").
 static NEXT_LOG_ID: PlainAtomicUsize = PlainAtomicUsize::new(1);
 
+/// A fresh log id. Panics rather than reuse one (only reachable on 32-bit
+/// targets, after 2^32 logs): a reused id would let an item bound to a dead
+/// log merge into a node nobody will ever take.
+fn next_log_id() -> usize {
+    use core::sync::atomic::Ordering as Plain;
+    // Relaxed: a unique number, ordering nothing.
+    NEXT_LOG_ID
+        .fetch_update(Plain::Relaxed, Plain::Relaxed, |id| id.checked_add(1))
+        .unwrap_or_else(|_| panic!("ldu: log ids exhausted"))
+}
+
 /// A deferred-update log in front of a target structure `S`, guarded by the
 /// reader-writer lock `R` (any `lock_api::RawRwLock`; by default the
 /// workspace's phase-fair ticket lock, whose write path is a few atomics).
@@ -163,7 +182,7 @@ static NEXT_LOG_ID: PlainAtomicUsize = PlainAtomicUsize::new(1);
 /// let log: Ldu<OrderedSet<u64>> = Ldu::default();
 /// let items: Vec<_> = (0..4).map(|k| Arc::new(Tracked::new(k))).collect();
 ///
-/// // Updates are lock-free appends to the log...
+/// // Updates are lock-less appends to the log...
 /// for it in &items {
 ///     assert_eq!(log.logical_insert(it), Update::Enqueued);
 /// }
@@ -206,8 +225,7 @@ impl<S: Target, R: RawRwLock> Ldu<S, R> {
         }
         Ldu {
             head: CachePadded::new(AtomicUsize::new(0)),
-            // Relaxed: a unique number, ordering nothing.
-            id: NEXT_LOG_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed),
+            id: next_log_id(),
             inner: RwLock::from_raw(
                 lock,
                 Inner {
@@ -221,7 +239,7 @@ impl<S: Target, R: RawRwLock> Ldu<S, R> {
 
     /// Logical insert (paper Fig. 2 `logical_insert`): after this returns,
     /// every read sees `item` in the target, unless a later remove takes it
-    /// out. Lock-free: never takes the target's lock.
+    /// out. Never takes the target's lock (see the module docs' Progress).
     ///
     /// # Panics
     /// If `item` was already updated through another log.
@@ -261,9 +279,17 @@ impl<S: Target, R: RawRwLock> Ldu<S, R> {
                 ((s ^ MEMBER) & !mark(op.opposite()), Update::Absorbed)
             } else if s & exist(op) != 0 {
                 ((s ^ MEMBER) | mark(op), Update::Merged)
+            } else if s & taken(op) != 0 {
+                // A synchronize took this node before its last enqueuer set
+                // USED: that enqueuer is a few instructions from clearing
+                // TAKEN, and the node's link is not ours to write before.
+                wait_untaken(node, op);
+                // Acquire: as above (the enqueuer's Release clear).
+                s = node.state.load(Ordering::Acquire);
+                continue;
             } else {
                 // Invariant: USED only with EXIST (a synchronize clears both
-                // together, after the enqueuer has set USED).
+                // together; a late enqueuer clears USED with TAKEN).
                 debug_assert_eq!(s & used(op), 0, "ldu: USED without EXIST");
                 ((s ^ MEMBER) | mark(op) | exist(op), Update::Enqueued)
             };
@@ -282,10 +308,18 @@ impl<S: Target, R: RawRwLock> Ldu<S, R> {
         match outcome {
             Update::Enqueued => {
                 self.push(item, op);
-                // Release: pairs with the Acquire loads of a synchronize
-                // waiting to take the node and of a merging thread waiting
-                // for the link (both then see the push's head CAS).
-                node.state.fetch_or(used(op), Ordering::Release);
+                // Release: pairs with the Acquire loads of a merging thread
+                // waiting for the link (it then sees the push's head CAS).
+                // Acquire: pairs with a synchronize's AcqRel update that set
+                // TAKEN (its read of our link precedes our clear below).
+                let before = node.state.fetch_or(used(op), Ordering::AcqRel);
+                if before & taken(op) != 0 {
+                    // A synchronize already took (and applied) the node:
+                    // give it back. Release: pairs with the Acquire loads of
+                    // a thread waiting in `wait_untaken` to enqueue it again.
+                    node.state
+                        .fetch_and(!(used(op) | taken(op)), Ordering::Release);
+                }
             }
             Update::Merged if !linked => wait_linked(node, op),
             _ => {}
@@ -344,9 +378,18 @@ impl<S: Target, R: RawRwLock> Ldu<S, R> {
     /// `synchronize_ldu`), under the write lock. Returns at once, without
     /// the lock, when the log is empty.
     ///
-    /// If the target's `apply_*` panics, the panic propagates; the entry
-    /// being applied is dropped (its operation may or may not have reached
-    /// the target) and the entries after it go back into the log.
+    /// # Panics
+    /// If the target's `apply_*` panics, the panic propagates. The entry
+    /// being applied is dropped: its operation may or may not have reached
+    /// the target, and that item's membership and the target may disagree
+    /// from then on (the shipped targets then panic on its next applied
+    /// operation). The entries after it go back into the log, to be applied
+    /// by the next synchronize, but no longer in their original order, and a
+    /// `read` that ran concurrently may not have seen them.
+    ///
+    /// Items whose last strong count the log held are dropped here, under
+    /// the write lock: their `Drop` must not call back into this log's
+    /// `read` or `synchronize` (nor may the target's methods).
     pub fn synchronize(&self) -> SyncStats {
         // Acquire: pairs with the pushes' Release CAS (see `drain`'s own
         // Acquire; this one is only the empty check).
@@ -358,6 +401,11 @@ impl<S: Target, R: RawRwLock> Ldu<S, R> {
     }
 
     /// Synchronizes, then runs `f` on the target under the shared lock.
+    ///
+    /// # Panics
+    /// Propagates a panic of the target (see [`synchronize`](Self::synchronize))
+    /// or of `f`. Calling `read` or `synchronize` of the same log from `f`
+    /// deadlocks.
     pub fn read<U>(&self, f: impl FnOnce(&S) -> U) -> U {
         self.synchronize();
         let inner = self.inner.read();
@@ -369,7 +417,8 @@ impl<S: Target, R: RawRwLock> Ldu<S, R> {
         self.inner.read().totals
     }
 
-    /// Synchronizes and returns the target.
+    /// Synchronizes and returns the target. The items stay bound to this
+    /// (now dead) log: they cannot take part in another one.
     pub fn into_target(self) -> S {
         self.synchronize();
         // The log is now empty (synchronize took everything, and nobody can
@@ -409,13 +458,24 @@ impl<S: Target, R: RawRwLock> Ldu<S, R> {
             // Read the link before giving the node back: once EXIST is
             // clear an enqueuer may relink it. Relaxed: written by us.
             rest.chain = node.next[op.index()].load(Ordering::Relaxed);
-            // The enqueuer sets USED right after its push, which we have
-            // seen. Acquire: pairs with its Release fetch_or.
-            spin_until::<DefaultWait>(|| node.state.load(Ordering::Acquire) & used(op) != 0);
+            // Take the node out: clear mark and EXIST, and USED if its
+            // enqueuer has set it; if not (the enqueuer is between its push
+            // and its fetch_or, perhaps preempted), set TAKEN instead of
+            // waiting for it: it clears USED and TAKEN itself.
             // AcqRel: ordered with the logical operations' CAS on the same
             // word: a mark set before this is applied now; an operation
-            // after it sees EXIST clear and enqueues again.
-            let before = node.state.fetch_and(!node_bits(op), Ordering::AcqRel);
+            // after it sees EXIST clear and enqueues again. Release also
+            // orders our read of the link before any relinking.
+            let before = node
+                .state
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| {
+                    Some(if s & used(op) != 0 {
+                        s & !(mark(op) | exist(op) | used(op))
+                    } else {
+                        (s & !(mark(op) | exist(op))) | taken(op)
+                    })
+                })
+                .unwrap_or_else(|s| s);
             debug_assert_ne!(before & exist(op), 0, "ldu: a log entry without EXIST");
             stats.entries += 1;
             if before & mark(op) != 0 {
@@ -452,6 +512,14 @@ fn wait_linked(node: &crate::tracked::LduNode, op: Op) {
         let s = node.state.load(Ordering::Acquire);
         s & exist(op) == 0 || s & used(op) != 0
     });
+}
+
+/// Waits until the enqueuer that linked `node`'s `op` node, which a
+/// synchronize took out before it set USED, clears TAKEN (its next step).
+#[cold]
+fn wait_untaken(node: &crate::tracked::LduNode, op: Op) {
+    // Acquire: pairs with the enqueuer's Release fetch_and.
+    spin_until::<DefaultWait>(|| node.state.load(Ordering::Acquire) & taken(op) == 0);
 }
 
 /// The entry's link word (the `next` of the node the entry names).
@@ -512,11 +580,14 @@ impl<S: Target, R: RawRwLock> Drop for Remaining<'_, S, R> {
     }
 }
 
+/// Dropping a log releases its pending entries without applying them. The
+/// items it updated stay bound to it, with their log bits as they were (so
+/// `is_member` no longer means anything): they cannot take part in another
+/// log.
 impl<S: Target, R: RawRwLock> Drop for Ldu<S, R> {
     fn drop(&mut self) {
         // `&mut self`: no operation is in flight, every claimed node is
-        // linked. Release the log's strong counts; the items stay bound to
-        // this (dead) log.
+        // linked. Release the log's strong counts.
         // Acquire: pairs with the pushes' Release CAS.
         let mut p = self.head.swap(0, Ordering::Acquire);
         while p != 0 {

@@ -1,12 +1,13 @@
-//! LDU: a lock-free deferred-update log with update-side absorbing (Kyong &
+//! LDU: a lock-less deferred-update log with update-side absorbing (Kyong &
 //! Lim, "LDU: A Lightweight Concurrent Update Method with Deferred
 //! Processing for Linux Kernel Scalability", Section 3, Figures 2 and 3).
 //!
 //! For update-heavy structures. An insert or remove does not touch the
-//! structure: it is a lock-free append to a global log (a CAS on the item,
-//! at most one CAS on the log's head), and a remove that meets a pending
-//! insert of the same item cancels it instead of logging anything
-//! (update-side absorbing; likewise an insert meeting a pending remove).
+//! structure and takes no lock: it is a CAS on the item, plus a CAS on a
+//! global log's head (a lock-less list) when the item's node is not queued
+//! yet; a remove that meets a pending insert of the same item cancels it
+//! instead of logging anything (update-side absorbing; likewise an insert
+//! meeting a pending remove).
 //! The structure itself, the [`Target`], is updated in a batch, under its
 //! write lock, when somebody needs to read it: [`Ldu::read`] first
 //! [synchronizes](Ldu::synchronize), then reads under the shared lock.
@@ -57,7 +58,10 @@
 //! nothing. When a logical operation returns, any later `read` (in any
 //! thread that synchronizes with the caller, and in the caller itself) sees
 //! its effect. The target sees, per item, alternating inserts and removes,
-//! starting with an insert. See [`ldu`] for the protocol and why absorbing
+//! starting with an insert. Updates of different items never wait for each
+//! other; an update waits (a few instructions) only for a concurrent update
+//! of the same item that has not finished linking its log node, and reads
+//! never wait for updaters. See [`ldu`] for the protocol and why absorbing
 //! is safe.
 //!
 //! # When to use it

@@ -13,13 +13,16 @@
 //! counts give the final membership, which the target must agree with
 //! after a final synchronize, with every log count released.
 //!
-//! Mutations these models catch (each tried): dropping the wait for an
-//! unlinked node in a merge (`merged_update_is_in_the_log_on_return`
-//! reads a stale target), splitting the state CAS into the paper's two
-//! separate mark words (both orders applied: the target's invariant
-//! assertion fires), and clearing `EXIST` before reading the node's link
-//! in `drain` (a relinked node is walked twice: a strong count is freed
-//! twice or leaked).
+//! Mutations these models catch (each tried):
+//! - dropping the wait for an unlinked node in a merge
+//!   (`merged_update_is_in_the_log_on_return` reads a stale target) or in an
+//!   insert that finds the item a member
+//!   (`unchanged_insert_is_in_the_log_on_return`);
+//! - reading a node's link after giving the node back in `drain`
+//!   (`node_relinked_while_a_synchronize_walks_the_log`: the walk follows
+//!   the relinked node and loses B's entry);
+//! - an enqueuer that ignores TAKEN (`late_enqueuer_gives_a_taken_node_back`:
+//!   the node is never usable again).
 
 use loom::sync::Arc;
 use loom::thread;
@@ -35,24 +38,34 @@ fn log() -> Arc<Log> {
 
 /// Changed-operation counts on one item must alternate from `start`.
 fn check(log: &Log, item: &Arc<Tracked<u32>>, start_member: bool, inserts: u32, removes: u32) {
-    let member = if start_member {
-        assert!(
-            removes == inserts || removes == inserts + 1,
-            "{inserts} {removes}"
-        );
-        removes == inserts
+    let (flips, returns) = if start_member {
+        (removes, inserts)
     } else {
-        assert!(
-            inserts == removes || inserts == removes + 1,
-            "{inserts} {removes}"
-        );
-        inserts == removes + 1
+        (inserts, removes)
     };
+    assert!(
+        flips == returns || flips == returns + 1,
+        "{inserts} {removes}"
+    );
+    let member = start_member != (flips == returns + 1);
     assert_eq!(item.is_member(), member);
     log.synchronize();
     assert_eq!(log.read(|t| t.contains(item)), member);
     // Owner + target when a member: the log holds no count any more.
     assert_eq!(Arc::strong_count(item), 1 + member as usize);
+}
+
+/// One logical insert (or remove) on another thread; joins to 1 if it
+/// changed the membership.
+fn spawn_update(log: &Arc<Log>, item: &Arc<Tracked<u32>>, insert: bool) -> thread::JoinHandle<u32> {
+    let (log, item) = (log.clone(), item.clone());
+    thread::spawn(move || {
+        changed(if insert {
+            log.logical_insert(&item)
+        } else {
+            log.logical_remove(&item)
+        })
+    })
 }
 
 fn changed(u: Update) -> u32 {
@@ -64,14 +77,12 @@ fn insert_vs_remove_vs_synchronize() {
     loom::model(|| {
         let log = log();
         let item = Arc::new(Tracked::new(1));
-        let ins = {
-            let (log, item) = (log.clone(), item.clone());
-            thread::spawn(move || changed(log.logical_insert(&item)))
-        };
-        let rem = {
-            let (log, item) = (log.clone(), item.clone());
-            thread::spawn(move || changed(log.logical_remove(&item)))
-        };
+        let ins = spawn_update(&log, &item, true);
+        let rem = spawn_update(&log, &item, false);
+        // loom 0.7 does not run a spawned thread before the spawner's next
+        // step unless the spawner yields: without this, schedules where the
+        // other threads go first are never explored.
+        thread::yield_now();
         log.synchronize();
         let (i, r) = (ins.join().unwrap(), rem.join().unwrap());
         check(&log, &item, false, i, r);
@@ -92,6 +103,7 @@ fn member_remove_insert_vs_remove_vs_synchronize() {
                 (changed(log.logical_insert(&item)), r)
             })
         };
+        thread::yield_now();
         let r2 = changed(log.logical_remove(&item));
         log.synchronize();
         let (i, r1) = a.join().unwrap();
@@ -104,13 +116,11 @@ fn unchanged_insert_is_in_the_log_on_return() {
     loom::model(|| {
         let log = log();
         let item = Arc::new(Tracked::new(1));
-        let ins = {
-            let (log, item) = (log.clone(), item.clone());
-            thread::spawn(move || changed(log.logical_insert(&item)))
-        };
+        let ins = spawn_update(&log, &item, true);
         // An insert that finds the item a member (the other thread's insert
         // took effect, perhaps without linking its node yet) changes
         // nothing, but a read after it must see the item.
+        thread::yield_now();
         let mine = changed(log.logical_insert(&item));
         assert!(log.read(|t| t.contains(&item)));
         let other = ins.join().unwrap();
@@ -124,10 +134,7 @@ fn merged_update_is_in_the_log_on_return() {
     loom::model(|| {
         let log = log();
         let item = Arc::new(Tracked::new(1));
-        let ins = {
-            let (log, item) = (log.clone(), item.clone());
-            thread::spawn(move || changed(log.logical_insert(&item)))
-        };
+        let ins = spawn_update(&log, &item, true);
         // Remove until it cancels the other thread's insert, then insert:
         // the insert merges into the node the other thread has claimed and
         // may not have linked yet. Nobody removes afterwards, so this
@@ -142,6 +149,48 @@ fn merged_update_is_in_the_log_on_return() {
         assert_eq!(log.logical_insert(&item), Update::Merged);
         assert!(log.read(|t| t.contains(&item)));
         assert_eq!(ins.join().unwrap(), 1);
+        check(&log, &item, false, 2, 1);
+    });
+}
+
+#[test]
+fn node_relinked_while_a_synchronize_walks_the_log() {
+    loom::model(|| {
+        let log = log();
+        let (a, b) = (Arc::new(Tracked::new(1)), Arc::new(Tracked::new(2)));
+        // A's insert node stays in the log, cancelled; B's insert is queued
+        // behind it.
+        assert_eq!(log.logical_insert(&a), Update::Enqueued);
+        assert_eq!(log.logical_remove(&a), Update::Absorbed);
+        assert_eq!(log.logical_insert(&b), Update::Enqueued);
+        // Once the synchronize gives A's node back, this insert links it
+        // again (rewriting its link) while the synchronize may still be
+        // walking from it to B.
+        let again = spawn_update(&log, &a, true);
+        thread::yield_now();
+        log.synchronize();
+        assert_eq!(again.join().unwrap(), 1);
+        check(&log, &a, false, 1, 0);
+        check(&log, &b, false, 1, 0);
+    });
+}
+
+#[test]
+fn late_enqueuer_gives_a_taken_node_back() {
+    loom::model(|| {
+        let log = log();
+        let item = Arc::new(Tracked::new(1));
+        // The synchronize may take the insert node between the other
+        // thread's push and its USED (it sets TAKEN instead of waiting).
+        let ins = spawn_update(&log, &item, true);
+        thread::yield_now();
+        log.synchronize();
+        assert_eq!(ins.join().unwrap(), 1);
+        // The node must come back usable: remove, apply, insert again (the
+        // same insert node is enqueued anew).
+        assert!(log.logical_remove(&item).changed());
+        log.synchronize();
+        assert_eq!(log.logical_insert(&item), Update::Enqueued);
         check(&log, &item, false, 2, 1);
     });
 }

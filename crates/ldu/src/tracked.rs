@@ -15,7 +15,12 @@
 //!   push has succeeded. A thread that marks a node another thread is still
 //!   pushing waits for it (a few instructions, like an MCS unlock waiting
 //!   for its successor's link), so that every operation is in the log when
-//!   its call returns (read-your-writes).
+//!   its call returns (read-your-writes);
+//! - `taken` (no counterpart in the paper): a synchronize took the node out
+//!   of the log before its enqueuer set `used`. The synchronize does not
+//!   wait for the enqueuer (it holds the target's write lock, and the
+//!   enqueuer may be preempted); the enqueuer, seeing `taken` when it sets
+//!   `used`, clears both. Until then nobody may enqueue the node again.
 //!
 //! # State word (one `AtomicU32`)
 //!
@@ -24,9 +29,11 @@
 //! bit 1   MARK[insert]    the insert node's mark (paper: add_node.mark)
 //! bit 2   EXIST[insert]   the insert node is claimed for, or in, the log
 //! bit 3   USED[insert]    the insert node is linked into the log
-//! bit 4   MARK[remove]    the remove node's mark (paper: del_node.mark)
-//! bit 5   EXIST[remove]
-//! bit 6   USED[remove]
+//! bit 4   TAKEN[insert]   taken out of the log before USED was set
+//! bit 5   MARK[remove]    the remove node's mark (paper: del_node.mark)
+//! bit 6   EXIST[remove]
+//! bit 7   USED[remove]
+//! bit 8   TAKEN[remove]
 //! ```
 //!
 //! The paper's kernel never runs an insert and a remove of one object at the
@@ -85,25 +92,26 @@ pub(crate) const MEMBER: u32 = 1 << 0;
 /// The node's mark: its operation is pending and not cancelled.
 #[inline]
 pub(crate) const fn mark(op: Op) -> u32 {
-    1 << (1 + 3 * op as u32)
+    1 << (1 + 4 * op as u32)
 }
 
 /// The node is claimed for the log (set by the enqueuer's CAS) or in it.
 #[inline]
 pub(crate) const fn exist(op: Op) -> u32 {
-    1 << (2 + 3 * op as u32)
+    1 << (2 + 4 * op as u32)
 }
 
 /// The node is linked into the log (set after the enqueuer's push).
 #[inline]
 pub(crate) const fn used(op: Op) -> u32 {
-    1 << (3 + 3 * op as u32)
+    1 << (3 + 4 * op as u32)
 }
 
-/// The bits a synchronize clears when it takes a node out of the log.
+/// A synchronize took the node before its enqueuer set `used`; the
+/// enqueuer clears it (with `used`) right after.
 #[inline]
-pub(crate) const fn node_bits(op: Op) -> u32 {
-    mark(op) | exist(op) | used(op)
+pub(crate) const fn taken(op: Op) -> u32 {
+    1 << (4 + 4 * op as u32)
 }
 
 /// The log nodes and bits every [`Tracked`] item carries (32 bytes).
@@ -139,7 +147,12 @@ impl fmt::Debug for LduNode {
         let s = self.state.load(Ordering::Relaxed);
         let node = |op: Op| {
             let mut v = String::new();
-            for (bit, name) in [(mark(op), "mark"), (exist(op), "exist"), (used(op), "used")] {
+            for (bit, name) in [
+                (mark(op), "mark"),
+                (exist(op), "exist"),
+                (used(op), "used"),
+                (taken(op), "taken"),
+            ] {
                 if s & bit != 0 {
                     if !v.is_empty() {
                         v.push('|');
@@ -211,7 +224,8 @@ impl<T> Tracked<T> {
         &self.node
     }
 
-    /// Unwraps the value (the item must not be shared).
+    /// Unwraps the value (for an item out of its `Arc`, e.g. through
+    /// `Arc::into_inner` once the log and the target have let go of it).
     pub fn into_inner(self) -> T {
         self.value
     }

@@ -27,6 +27,7 @@ impl Counts {
             Update::Merged => self.merged += 1,
             Update::Enqueued => self.enqueued += 1,
             Update::Unchanged => self.unchanged += 1,
+            other => unreachable!("a new outcome: {other:?}"),
         }
         if u.changed() {
             if insert {
