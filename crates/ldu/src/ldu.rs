@@ -43,9 +43,10 @@
 //!    entry's strong count.
 //!
 //! A logical operation that races with step 3 on the same item either comes
-//! before the `fetch_and` (its mark is consumed, or its absorbing cleared the
-//! mark this synchronize would have applied) or after (it sees `EXIST` clear
-//! and enqueues the node again, for the next synchronize).
+//! before that atomic update (its mark is consumed, or its absorbing cleared
+//! the mark this synchronize would have applied) or after (it sees `EXIST`
+//! clear and enqueues the node again, for the next synchronize, first
+//! waiting for `TAKEN` to clear if it is set).
 //!
 //! Per item at most one mark is set (see [`tracked`](crate::tracked)), so a
 //! synchronize applies at most one operation per item, and the order only
@@ -295,7 +296,7 @@ impl<S: Target, R: RawRwLock> Ldu<S, R> {
             };
             // AcqRel: the CAS is the operation's linearization point; it
             // releases to whoever reads the state next (another logical
-            // operation, a synchronize's fetch_and) and acquires from the
+            // operation, a synchronize's update) and acquires from the
             // previous writer.
             match node
                 .state
@@ -389,7 +390,10 @@ impl<S: Target, R: RawRwLock> Ldu<S, R> {
     ///
     /// Items whose last strong count the log held are dropped here, under
     /// the write lock: their `Drop` must not call back into this log's
-    /// `read` or `synchronize` (nor may the target's methods).
+    /// `read` or `synchronize` (nor may the target's methods). A logical
+    /// update made from there is allowed, but may then wait, with the write
+    /// lock held, for a concurrent update of the same item to finish
+    /// enqueuing.
     pub fn synchronize(&self) -> SyncStats {
         // Acquire: pairs with the pushes' Release CAS (see `drain`'s own
         // Acquire; this one is only the empty check).
@@ -507,7 +511,7 @@ impl<S: Target, R: RawRwLock> Ldu<S, R> {
 #[cold]
 fn wait_linked(node: &crate::tracked::LduNode, op: Op) {
     // Acquire: pairs with the enqueuer's Release fetch_or of USED (and with
-    // the synchronize's AcqRel fetch_and that cleared EXIST).
+    // the synchronize's AcqRel update that cleared EXIST).
     spin_until::<DefaultWait>(|| {
         let s = node.state.load(Ordering::Acquire);
         s & exist(op) == 0 || s & used(op) != 0

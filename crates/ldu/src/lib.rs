@@ -60,7 +60,7 @@
 //! its effect. The target sees, per item, alternating inserts and removes,
 //! starting with an insert. Updates of different items never wait for each
 //! other; an update waits (a few instructions) only for a concurrent update
-//! of the same item that has not finished linking its log node, and reads
+//! of the same item that has not finished enqueuing its log node, and reads
 //! never wait for updaters. See [`ldu`] for the protocol and why absorbing
 //! is safe.
 //!

@@ -22,7 +22,9 @@
 //!   (`node_relinked_while_a_synchronize_walks_the_log`: the walk follows
 //!   the relinked node and loses B's entry);
 //! - an enqueuer that ignores TAKEN (`late_enqueuer_gives_a_taken_node_back`:
-//!   the node is never usable again).
+//!   the node is never usable again);
+//! - an enqueuer that claims a node while TAKEN is set
+//!   (`reclaim_waits_for_a_late_enqueuer`).
 
 use loom::sync::Arc;
 use loom::thread;
@@ -192,5 +194,35 @@ fn late_enqueuer_gives_a_taken_node_back() {
         log.synchronize();
         assert_eq!(log.logical_insert(&item), Update::Enqueued);
         check(&log, &item, false, 2, 1);
+    });
+}
+
+#[test]
+fn reclaim_waits_for_a_late_enqueuer() {
+    loom::model(|| {
+        let log = log();
+        let item = Arc::new(Tracked::new(1));
+        let first = spawn_update(&log, &item, true);
+        // Remove (perhaps cancelling the first insert), then insert again:
+        // this may find the insert node taken by the synchronize below
+        // before its first enqueuer set USED, and must wait for TAKEN to
+        // clear before linking the node again.
+        let second = {
+            let (log, item) = (log.clone(), item.clone());
+            thread::spawn(move || {
+                let r = changed(log.logical_remove(&item));
+                let i = changed(log.logical_insert(&item));
+                assert!(
+                    log.read(|t| t.contains(&item)),
+                    "an insert returned, nobody removes after"
+                );
+                (i, r)
+            })
+        };
+        thread::yield_now();
+        log.synchronize();
+        let a = first.join().unwrap();
+        let (i, r) = second.join().unwrap();
+        check(&log, &item, false, a + i, r);
     });
 }

@@ -28,7 +28,8 @@
 //! bit 0   MEMBER          logical membership: what a synchronize will make true
 //! bit 1   MARK[insert]    the insert node's mark (paper: add_node.mark)
 //! bit 2   EXIST[insert]   the insert node is claimed for, or in, the log
-//! bit 3   USED[insert]    the insert node is linked into the log
+//! bit 3   USED[insert]    the insert node's enqueuer has linked it (and the
+//!                         node is in the log, unless TAKEN is also set)
 //! bit 4   TAKEN[insert]   taken out of the log before USED was set
 //! bit 5   MARK[remove]    the remove node's mark (paper: del_node.mark)
 //! bit 6   EXIST[remove]
@@ -45,7 +46,11 @@
 //! - at most one of the two marks is set;
 //! - `MARK[insert]` implies `MEMBER`, `MARK[remove]` implies not `MEMBER`;
 //!   with no mark set, `MEMBER` equals "the item is in the target" once every
-//!   synchronize in progress has finished.
+//!   synchronize in progress has finished;
+//! - per node: `MARK` implies `EXIST`; `EXIST` and `TAKEN` are never both
+//!   set; `USED` implies `EXIST` or `TAKEN` (the second only between a late
+//!   enqueuer's `fetch_or` and its `fetch_and`); at most one of an item's two
+//!   nodes has `EXIST`.
 //!
 //! So an insert of a member and a remove of a non-member change nothing
 //! ([`Update::Unchanged`](crate::Update::Unchanged)), absorbing is always
