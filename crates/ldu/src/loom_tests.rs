@@ -81,9 +81,11 @@ fn insert_vs_remove_vs_synchronize() {
         let item = Arc::new(Tracked::new(1));
         let ins = spawn_update(&log, &item, true);
         let rem = spawn_update(&log, &item, false);
-        // loom 0.7 does not run a spawned thread before the spawner's next
-        // step unless the spawner yields: without this, schedules where the
-        // other threads go first are never explored.
+        // Without this yield, loom (0.7, LOOM_MAX_PREEMPTIONS=3) never ran
+        // these models' synchronize between the other thread's push and its
+        // USED (instrumented: the TAKEN path was never taken); with it, it
+        // does. The yields after the other models' spawns are for the same
+        // reason.
         thread::yield_now();
         log.synchronize();
         let (i, r) = (ins.join().unwrap(), rem.join().unwrap());
