@@ -355,19 +355,24 @@ impl<S: Target, R: RawRwLock> Ldu<S, R> {
     /// node's `EXIST` claim). The entry owns a new strong count.
     fn push(&self, item: &Arc<Tracked<S::Item>>, op: Op) {
         let entry = Arc::into_raw(Arc::clone(item)) as usize | op.index();
-        let link = &item.node.next[op.index()];
+        self.link_chain(entry, &item.node.next[op.index()]);
+    }
+
+    /// Links a chain of entries, `first` to the entry whose link word is
+    /// `last_link`, in front of the log (the caller owns those links).
+    fn link_chain(&self, first: usize, last_link: &AtomicUsize) {
         // Relaxed: the value is only used as the CAS's expected value.
         let mut head = self.head.load(Ordering::Relaxed);
         loop {
             // Relaxed: published by the Release CAS below.
-            link.store(head, Ordering::Relaxed);
+            last_link.store(head, Ordering::Relaxed);
             // Release: pairs with synchronize's Acquire exchange, which then
-            // sees this link and the links of every earlier push (each push
-            // is a read-modify-write, so it continues their release
+            // sees these links and the links of every earlier push (each
+            // push is a read-modify-write, so it continues their release
             // sequences).
             match self
                 .head
-                .compare_exchange_weak(head, entry, Ordering::Release, Ordering::Relaxed)
+                .compare_exchange_weak(head, first, Ordering::Release, Ordering::Relaxed)
             {
                 Ok(_) => return,
                 Err(current) => head = current,
@@ -428,8 +433,9 @@ impl<S: Target, R: RawRwLock> Ldu<S, R> {
         // The log is now empty (synchronize took everything, and nobody can
         // push: `self` is owned), so skipping `Drop` leaves no strong count.
         let this = mem::ManuallyDrop::new(self);
-        // SAFETY: `inner` is moved out exactly once and `this` is never used
-        // or dropped again; the other fields own nothing (`head` is 0).
+        // `inner` is moved out exactly once and `this` is never used or
+        // dropped again; the other fields own nothing (`head` is 0).
+        // SAFETY: a single move out of a field of a never-dropped value.
         let inner = unsafe { core::ptr::read(&this.inner) };
         inner.into_inner().target
     }
@@ -455,9 +461,9 @@ impl<S: Target, R: RawRwLock> Ldu<S, R> {
         while rest.chain != 0 {
             let p = rest.chain;
             let op = Op::from_tag(p);
-            // SAFETY: `p` came out of the log, which owned one strong count
-            // of this `Arc` (pushed with `Arc::into_raw`); we take it over.
-            let item = unsafe { Arc::from_raw((p & !1) as *const Tracked<S::Item>) };
+            // `p` came out of the log, which owned its strong count.
+            // SAFETY: taken out of the log once, here.
+            let item = unsafe { take_entry::<S::Item>(p) };
             let node = &item.node;
             // Read the link before giving the node back: once EXIST is
             // clear an enqueuer may relink it. Relaxed: written by us.
@@ -529,11 +535,29 @@ fn wait_untaken(node: &crate::tracked::LduNode, op: Op) {
 /// The entry's link word (the `next` of the node the entry names).
 #[inline]
 fn entry_link<'a, T>(entry: usize) -> &'a AtomicUsize {
-    let item = (entry & !1) as *const Tracked<T>;
-    // SAFETY: `entry` is a live log entry: it owns a strong count of the
-    // item, which therefore outlives every use the caller makes of the link
-    // (the caller holds the entry until it drops that count).
-    unsafe { &(*item).node.next[Op::from_tag(entry).index()] }
+    // `entry` is a live log entry: it owns a strong count of the item,
+    // which therefore outlives every use the caller makes of the link (the
+    // caller holds the entry until it drops that count).
+    // SAFETY: the item is alive (above).
+    unsafe { &(*entry_item::<T>(entry)).node.next[Op::from_tag(entry).index()] }
+}
+
+/// The item a log entry names (the op is in bit 0).
+#[inline]
+fn entry_item<T>(entry: usize) -> *const Tracked<T> {
+    (entry & !1) as *const Tracked<T>
+}
+
+/// Takes over the strong count a log entry owns (pushed with
+/// `Arc::into_raw`).
+///
+/// # Safety
+/// `entry` must be a log entry, taken out of the log by the caller, and
+/// taken over only once.
+#[inline]
+unsafe fn take_entry<T>(entry: usize) -> Arc<Tracked<T>> {
+    // SAFETY: the caller's contract: the count was made by `Arc::into_raw`.
+    unsafe { Arc::from_raw(entry_item::<T>(entry)) }
 }
 
 #[cold]
@@ -564,23 +588,7 @@ impl<S: Target, R: RawRwLock> Drop for Remaining<'_, S, R> {
             }
             last = next;
         }
-        let link = entry_link::<S::Item>(last);
-        // Relaxed: only the CAS's expected value.
-        let mut head = self.log.head.load(Ordering::Relaxed);
-        loop {
-            // Relaxed: published by the Release CAS (as in `push`).
-            link.store(head, Ordering::Relaxed);
-            // Release: pairs with the next synchronize's Acquire exchange.
-            match self.log.head.compare_exchange_weak(
-                head,
-                self.chain,
-                Ordering::Release,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return,
-                Err(current) => head = current,
-            }
-        }
+        self.log.link_chain(self.chain, entry_link::<S::Item>(last));
     }
 }
 
@@ -597,8 +605,8 @@ impl<S: Target, R: RawRwLock> Drop for Ldu<S, R> {
         while p != 0 {
             // Relaxed: ordered by the exchange.
             let next = entry_link::<S::Item>(p).load(Ordering::Relaxed);
-            // SAFETY: the log owned this strong count (see `drain`).
-            drop(unsafe { Arc::from_raw((p & !1) as *const Tracked<S::Item>) });
+            // SAFETY: taken out of the log once, here (see `drain`).
+            drop(unsafe { take_entry::<S::Item>(p) });
             p = next;
         }
     }
