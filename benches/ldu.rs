@@ -31,6 +31,8 @@ use std::time::{Duration, Instant};
 
 use crossbeam_skiplist::SkipSet;
 use ldu::{Ldu, OrderedSet, Tracked};
+use numa_rwlocks::cli::list;
+use numa_rwlocks::workloads::Rng;
 
 const HELP: &str = "\
 ldu bench: update-heavy set workloads, LDU vs Mutex/RwLock<BTreeSet> vs SkipSet
@@ -143,18 +145,13 @@ fn run(set: Arc<dyn SharedSet>, threads: usize, reads_pct: f64, keys: usize, d: 
         .map(|t| {
             let (set, stop, start) = (set.clone(), stop.clone(), start.clone());
             thread::spawn(move || {
-                let mut x =
-                    0x9E37_79B9_7F4A_7C15u64 ^ (t as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03);
+                let mut rng = Rng::new(t);
                 let mut ops = 0u64;
                 let mut hits = 0u64;
                 start.wait();
                 while !stop.load(Ordering::Relaxed) {
                     for _ in 0..64 {
-                        // xorshift64*
-                        x ^= x >> 12;
-                        x ^= x << 25;
-                        x ^= x >> 27;
-                        let r = x.wrapping_mul(0x2545_F491_4F6C_DD1D);
+                        let r = rng.next_u64();
                         let k = ((r >> 33) as usize) % keys;
                         if (r & 0xFFFF_FFFF) < read_threshold {
                             hits += set.contains(k) as u64;
@@ -185,12 +182,6 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn list<T: std::str::FromStr>(s: &str) -> Result<Vec<T>, String> {
-    s.split(',')
-        .map(|x| x.trim().parse().map_err(|_| format!("bad list item {x:?}")))
-        .collect()
-}
-
 fn main() -> ExitCode {
     let mut threads = vec![1usize, 2, 4];
     let mut reads = vec![0.0f64, 1.0];
@@ -203,8 +194,8 @@ fn main() -> ExitCode {
         let mut value = || it.next().cloned().ok_or(format!("{a} needs a value"));
         let parsed: Result<(), String> = (|| {
             match a.as_str() {
-                "--threads" => threads = list(&value()?)?,
-                "--reads" => reads = list(&value()?)?,
+                "--threads" => threads = list("--threads", &value()?)?,
+                "--reads" => reads = list("--reads", &value()?)?,
                 "--keys" => keys = value()?.parse().map_err(|_| "bad --keys")?,
                 "--duration-ms" => {
                     duration =

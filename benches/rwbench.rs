@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use numa_rwlocks::cli::list;
 use numa_rwlocks::registry::{self, LockEntry};
 use numa_rwlocks::report::{self, Row};
 use numa_rwlocks::workloads::{RunConfig, Workload};
@@ -58,14 +59,6 @@ struct Args {
     topology: Option<String>,
     out: PathBuf,
     markdown: Option<PathBuf>,
-}
-
-fn list<T: std::str::FromStr>(flag: &str, v: &str) -> Result<Vec<T>, String> {
-    v.split(',')
-        .map(|s| s.trim())
-        .filter(|s| !s.is_empty())
-        .map(|s| s.parse().map_err(|_| format!("{flag}: cannot read `{s}`")))
-        .collect()
 }
 
 fn parse(raw: &[String]) -> Result<Args, String> {

@@ -10,6 +10,7 @@ pub use rwlock_core;
 pub mod bench_lock;
 #[cfg(has_ck)]
 pub mod ck;
+pub mod cli;
 pub mod registry;
 pub mod report;
 pub mod workloads;

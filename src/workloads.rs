@@ -219,15 +219,17 @@ pub fn pairs<L: BenchLock>(iters: u64, write: bool) -> Duration {
 
 /// xorshift64*: a cheap thread-local generator, as the papers use.
 #[derive(Debug, Clone)]
-struct Rng(u64);
+pub struct Rng(u64);
 
 impl Rng {
-    fn new(seed: usize) -> Self {
+    /// A generator for worker `seed` (distinct seeds, distinct streams).
+    pub fn new(seed: usize) -> Self {
         Rng(0x9e37_79b9_7f4a_7c15 ^ ((seed as u64 + 1).wrapping_mul(0xbf58_476d_1ce4_e5b9)))
     }
 
+    /// The next 64 random bits.
     #[inline]
-    fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x >> 12;
         x ^= x << 25;
@@ -236,9 +238,10 @@ impl Rng {
         x.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
 
+    /// A number in `0..n`.
     #[inline]
-    fn below(&mut self, n: usize) -> usize {
-        ((self.next() >> 32) as usize * n) >> 32
+    pub fn below(&mut self, n: usize) -> usize {
+        ((self.next_u64() >> 32) as usize * n) >> 32
     }
 }
 
@@ -333,11 +336,11 @@ fn rwbench<L: BenchLock>(
         let mut count = 0u64;
         // Relaxed: the stop flag is only a trigger.
         while !stop.load(Ordering::Relaxed) {
-            if (rng.next() % 1_000_000) < u64::from(write_ppm) {
+            if (rng.next_u64() % 1_000_000) < u64::from(write_ppm) {
                 lock.write(|| {
                     for _ in 0..wcs {
                         let (i, j) = (rng.below(ARRAY_LEN), rng.below(ARRAY_LEN));
-                        let x = (rng.next() % 100) as i64 + 1;
+                        let x = (rng.next_u64() % 100) as i64 + 1;
                         // Relaxed load/store pairs (not fetch_add): the lock
                         // must order them; an overlapping writer loses an
                         // update and the zero-sum check catches it.
