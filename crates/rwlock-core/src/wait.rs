@@ -15,10 +15,13 @@
 //!
 //! Two parking primitives:
 //! - [`Waiters`]: a waiter count embedded in a lock. A thread waiting for the
-//!   lock state to change registers, re-checks under the parking-lot bucket
-//!   lock, and sleeps; a thread that changes the state checks the count after
-//!   its change and wakes everybody parked on the lock. The lock outlives its
-//!   users, so its address is a safe parking key.
+//!   lock state to change registers, reads a wake epoch, re-checks the state,
+//!   and sleeps unless the epoch moved (checked under the parking-lot bucket
+//!   lock); a thread that changes the state checks the count after its
+//!   change and, if somebody registered, bumps the epoch and wakes everybody
+//!   parked on the lock. The lock outlives its users, so its address is a
+//!   safe parking key. The lock's own re-check never runs under the bucket
+//!   lock, so it may panic (the waiter deregisters as it unwinds).
 //! - [`Latch`]: a one-shot gate on a waiter's own queue node (MCS-style local
 //!   spinning). The opener touches the node in one atomic operation, or under
 //!   the bucket lock while the waiter is provably still inside `park`, so the
@@ -26,9 +29,15 @@
 //!
 //! Inside a loom model a waiter yields once to the model (so the "state
 //! changed between two checks" paths are explored) and then parks on a loom
-//! `Mutex` + `Condvar` pair standing for the parking-lot bucket: the same
-//! register / re-check-under-the-bucket-lock / wake protocol as the real
-//! build, so a lost wake-up shows up as a loom deadlock. (Unbounded spinning
+//! `Mutex` + `Condvar` pair standing for the parking-lot bucket, so a lost
+//! wake-up shows up as a loom deadlock. The verification is split in two,
+//! to keep the models' state space (and CI time) down: the models of
+//! `Waiters` itself (this module's `loom_tests`) run the real build's
+//! protocol (register / read the epoch / re-check / sleep unless the epoch
+//! moved / wake), and prove it never loses a wake-up; every lock's models
+//! run the specification that protocol implements (register, then re-check
+//! the state under the bucket lock and sleep until woken), which has the
+//! same observable behaviour with two atomic accesses fewer per wait. (Unbounded spinning
 //! cannot be modelled: with two spinners loom's schedule space is infinite.)
 //! One deviation: loom models SeqCst loads as Acquire, so it cannot see the
 //! store-load ordering that a SeqCst RMW followed by a SeqCst load gives in
@@ -160,16 +169,31 @@ pub fn spin_until<W: WaitPolicy>(mut ready: impl FnMut() -> bool) {
 /// The count of threads parked (or about to park) on a lock.
 ///
 /// Protocol (a Dekker pair; the orderings below are what make it work):
-/// - waiter: `count += 1` (SeqCst RMW), `fence(SeqCst)`, then under the
-///   parking-lot bucket lock re-check the lock state, park only if not ready;
+/// - waiter: `count += 1` (SeqCst RMW), `fence(SeqCst)`, read the **wake
+///   epoch** `e` (Acquire), re-check the lock state with the caller's
+///   `ready`, and if it is still not ready park, with the parking-lot bucket
+///   lock's re-check being only "the epoch is still `e`";
 /// - waker: change the lock state with a **SeqCst read-modify-write**, then
-///   [`wake_all`](Self::wake_all) loads the count with SeqCst.
+///   [`wake_all`](Self::wake_all) loads the count with SeqCst and, if it is
+///   not zero, bumps the epoch (a Release RMW) and unparks every waiter.
 ///
-/// Either the waker's load sees the waiter's increment (and unparks it; if the
-/// waiter has not reached `park` yet, it takes the bucket lock after the
-/// unpark and so sees the new state in its re-check), or the increment comes
-/// later in the single SeqCst order, and then the waiter's load after its fence
-/// sees the waker's state change and it does not park.
+/// Either the waker's load sees the waiter's increment, or the increment
+/// comes later in the single SeqCst order, and then the waiter's `ready`
+/// after its fence sees the waker's state change and it does not park. In
+/// the first case the waker bumps the epoch: if the waiter read the bumped
+/// value, its `ready` (after that Acquire) sees the state change; if it read
+/// the older one, then either the waker's unpark takes the bucket lock
+/// after the waiter queued itself (and wakes it), or before, and then the
+/// waiter's re-check under that lock sees the bump and does not sleep.
+///
+/// The caller's `ready` therefore never runs inside `parking_lot_core`'s
+/// `validate` callback (which must not panic and must not call into
+/// parking_lot): a `ready` that panics unwinds normally, deregistering the
+/// waiter on the way out. The epochs live in a small process-wide table of
+/// cache-padded counters indexed by a hash of the parking key (a bump for
+/// one lock may make a waiter of another lock that shares the stripe
+/// re-check once; it never makes anybody sleep through a wake-up), so a
+/// `Waiters` stays one `u32`.
 ///
 /// A second protocol serves wakers that change the state with a plain store
 /// and only a compiler fence (prwlock's readers):
@@ -180,9 +204,39 @@ pub fn spin_until<W: WaitPolicy>(mut ready: impl FnMut() -> bool) {
 #[derive(Debug, Default)]
 pub struct Waiters {
     count: AtomicU32,
+    /// Inside a model the wake epoch is the `Waiters`' own (the process-wide
+    /// table would need loom atomics built per execution).
+    #[cfg(loom)]
+    epoch: crate::sync::AtomicU64,
     /// The model's stand-in for the parking-lot bucket.
     #[cfg(loom)]
     bucket: ModelBucket,
+}
+
+/// Stripes of the wake-epoch table (see [`Waiters`]).
+#[cfg(not(loom))]
+const EPOCH_STRIPES: usize = 64;
+
+/// The wake epochs of every [`Waiters`] of the process, by key hash.
+#[cfg(not(loom))]
+static EPOCHS: [crate::CachePadded<core::sync::atomic::AtomicU64>; EPOCH_STRIPES] =
+    [const { crate::CachePadded::new(core::sync::atomic::AtomicU64::new(0)) }; EPOCH_STRIPES];
+
+/// Decrements the waiter count when dropped: a registered waiter
+/// deregisters however it leaves `park_after`, unwinding included.
+struct Registered<'a>(&'a AtomicU32);
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        // A loom model that failed (a deadlock it found) unwinds through
+        // here, and loom forbids touching its atomics then.
+        if cfg!(loom) && std::thread::panicking() {
+            return;
+        }
+        // Relaxed: the count is only a hint to wakers; a stale non-zero
+        // value costs one needless epoch bump and unpark_all.
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Waiters {
@@ -191,6 +245,8 @@ impl Waiters {
         pub fn new() -> Self {
             Waiters {
                 count: AtomicU32::new(0),
+                #[cfg(loom)]
+                epoch: crate::sync::AtomicU64::new(0),
                 #[cfg(loom)]
                 bucket: ModelBucket::new(),
             }
@@ -203,10 +259,29 @@ impl Waiters {
         self as *const Self as usize
     }
 
+    /// This `Waiters`' wake epoch: bumped by every waking `wake_all*`.
+    #[inline]
+    fn epoch(&self) -> &crate::sync::AtomicU64 {
+        #[cfg(loom)]
+        {
+            &self.epoch
+        }
+        #[cfg(not(loom))]
+        {
+            // Fibonacci hashing of the address: neighbouring locks land on
+            // different stripes.
+            let stripe = (self.key() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58;
+            &EPOCHS[stripe as usize % EPOCH_STRIPES]
+        }
+    }
+
     /// Waits with policy `W` until `ready()` returns true.
     ///
     /// `ready` must read the state that wakers change before calling
-    /// [`wake_all`](Self::wake_all); it must not panic.
+    /// [`wake_all`](Self::wake_all). It runs on the calling thread only,
+    /// never inside the parking lot's bucket lock: if it panics, the panic
+    /// propagates to the caller and the thread is no longer counted as a
+    /// waiter.
     #[inline]
     pub fn wait_until<W: WaitPolicy>(&self, mut ready: impl FnMut() -> bool) {
         if ready() {
@@ -221,12 +296,14 @@ impl Waiters {
     ///
     /// Protocol: the waiter registers, runs `barrier` (a heavy barrier such as
     /// `membarrier`, which acts as a full fence on every running thread of the
-    /// process), then re-checks `ready` under the bucket lock. The waker
+    /// process), then reads the wake epoch and re-checks `ready`. The waker
     /// stores its state change, runs the matching light barrier (at least a
     /// compiler fence), then calls
     /// [`wake_all_after_barrier`](Self::wake_all_after_barrier). The pair of
     /// barriers gives the same "one of us sees the other" guarantee as the
-    /// SeqCst pair of [`wait_until`](Self::wait_until).
+    /// SeqCst pair of [`wait_until`](Self::wait_until); the epoch closes the
+    /// window between the re-check and sleeping, as there. `ready` and
+    /// `barrier` may panic, as for `wait_until`.
     #[inline]
     pub fn wait_until_with_barrier<W: WaitPolicy>(
         &self,
@@ -273,29 +350,47 @@ impl Waiters {
         // SeqCst RMW then SeqCst fence: pairs with the waker's SeqCst RMW on
         // the lock state and SeqCst load of `count` (see the type docs).
         self.count.fetch_add(1, Ordering::SeqCst);
+        // From here on, however we leave (a panicking `ready` included), the
+        // count goes back down.
+        let _registered = Registered(&self.count);
         fence(Ordering::SeqCst);
         // For wakers without a fence of their own (see
         // `wait_until_with_barrier`); a no-op for `wait_until`.
         barrier();
+        // The lock models check their locks against the specification of
+        // this wait (see the module docs): re-check under the bucket lock.
         #[cfg(loom)]
-        self.bucket.park_while(|| !ready());
+        if !model::epochs() {
+            self.bucket.park_while(|| !ready());
+            return;
+        }
+        // Acquire: pairs with the Release bump in `wake_all_slow`; a waker
+        // whose bump we read changed the state before it, and `ready` below
+        // sees that change.
+        let epoch = self.epoch().load(Ordering::Acquire);
+        if ready() {
+            return;
+        }
+        // Relaxed (both re-checks): under the bucket lock, which the waker's
+        // unpark takes after its bump, so a bump made before we queued is
+        // seen (the lock orders it); a later one finds us queued.
+        #[cfg(loom)]
+        self.bucket
+            .park_while(|| self.epoch().load(Ordering::Relaxed) == epoch);
         #[cfg(not(loom))]
         // The key is the address of this `Waiters`, part of a lock that
-        // outlives every thread using it; `ready` must not panic.
+        // outlives every thread using it; `validate` is one atomic load.
         // SAFETY: our own key; `validate` neither panics nor calls parking_lot.
         unsafe {
             parking_lot_core::park(
                 self.key(),
-                || !ready(),
+                || self.epoch().load(Ordering::Relaxed) == epoch,
                 || {},
                 |_, _| {},
                 parking_lot_core::DEFAULT_PARK_TOKEN,
                 None,
             );
         }
-        // Relaxed: the count is only a hint to wakers; a stale non-zero value
-        // costs one needless unpark_all.
-        self.count.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// Wakes every thread parked on this lock. Call it right after the state
@@ -315,6 +410,16 @@ impl Waiters {
 
     #[cold]
     fn wake_all_slow(&self) {
+        // Release RMW: orders the caller's state change before the bump, so
+        // a waiter that reads the bumped epoch (Acquire) sees the change; an
+        // RMW so that concurrent bumps are never lost.
+        #[cfg(loom)]
+        let bump = model::epochs();
+        #[cfg(not(loom))]
+        let bump = true;
+        if bump {
+            self.epoch().fetch_add(1, Ordering::Release);
+        }
         #[cfg(loom)]
         self.bucket.notify_all();
         #[cfg(not(loom))]
@@ -476,6 +581,30 @@ impl Latch {
     }
 }
 
+/// Which wait protocol a loom model runs (see the module docs).
+#[cfg(loom)]
+mod model {
+    use core::cell::Cell;
+
+    std::thread_local! {
+        /// Set by the models of `Waiters` itself; loom runs a model's
+        /// threads on the thread that calls `loom::model`.
+        static EPOCHS: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// Whether the model runs the real build's epoch protocol (`true`) or
+    /// the specification the lock models check against (`false`).
+    pub(super) fn epochs() -> bool {
+        EPOCHS.with(Cell::get)
+    }
+
+    /// Selects the protocol for the models this thread runs next.
+    #[cfg(test)]
+    pub(super) fn set_epochs(on: bool) {
+        EPOCHS.with(|e| e.set(on));
+    }
+}
+
 /// A loom model's parking-lot bucket: a mutex (the bucket lock) and a
 /// condition variable (the sleeping queue).
 #[cfg(loom)]
@@ -570,6 +699,76 @@ mod tests {
         }
     }
 
+    /// Regression (issue 14): `ready` used to run inside parking_lot's
+    /// `validate` callback, where a panic aborts the process. It now runs
+    /// before parking: the panic reaches the caller, the waiter count goes
+    /// back to zero, and the `Waiters` keeps working.
+    #[test]
+    fn a_panicking_ready_unwinds_and_deregisters() {
+        let waiters = Waiters::new();
+        // Panic at the first call, during the spin, and at the re-check
+        // made after registering (the call that used to run in `validate`).
+        for panic_at in [Some(1u32), Some(5), None] {
+            let mut calls = 0;
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                waiters.wait_until::<SpinYieldPark>(|| {
+                    calls += 1;
+                    // SeqCst: reads our own registration.
+                    let registered = waiters.count.load(Ordering::SeqCst) != 0;
+                    if Some(calls) == panic_at || (panic_at.is_none() && registered) {
+                        panic!("ready panicked (expected by this test)");
+                    }
+                    false
+                })
+            }));
+            assert!(outcome.is_err(), "the panic did not reach the caller");
+            // SeqCst: a plain check after the fact.
+            assert_eq!(
+                waiters.count.load(Ordering::SeqCst),
+                0,
+                "a waiter whose ready panicked stayed registered"
+            );
+        }
+        // The same `Waiters` still parks and wakes.
+        let flag = Arc::new(crate::sync::AtomicBool::new(false));
+        let waiters = Arc::new(waiters);
+        let (f, w) = (flag.clone(), waiters.clone());
+        let h = std::thread::spawn(move || {
+            w.wait_until::<SpinYieldPark>(|| f.load(Ordering::Acquire));
+        });
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        // SeqCst RMW: the state change of the wake protocol.
+        flag.swap(true, Ordering::SeqCst);
+        waiters.wake_all();
+        h.join().unwrap();
+    }
+
+    /// `ready` may call into parking_lot (it used to run under a bucket lock
+    /// of parking_lot_core, where that is forbidden): here it takes and
+    /// releases a contended parking_lot mutex while the waiter parks.
+    #[test]
+    fn ready_may_use_parking_lot() {
+        let state = Arc::new(crate::sync::AtomicU32::new(0));
+        let mutex = Arc::new(parking_lot::Mutex::new(0u64));
+        let waiters = Arc::new(Waiters::new());
+        let (s, m, w) = (state.clone(), mutex.clone(), waiters.clone());
+        let h = std::thread::spawn(move || {
+            w.wait_until::<SpinYieldPark>(|| {
+                *m.lock() += 1;
+                s.load(Ordering::Acquire) != 0
+            })
+        });
+        for _ in 0..200 {
+            let g = mutex.lock();
+            std::thread::sleep(std::time::Duration::from_micros(50));
+            drop(g);
+        }
+        state.fetch_add(1, Ordering::SeqCst);
+        waiters.wake_all();
+        h.join().unwrap();
+        assert!(*mutex.lock() > 0);
+    }
+
     #[test]
     fn latch_opens_spinning_and_parked_waiters() {
         for delay_us in [0u64, 50, 2000] {
@@ -591,5 +790,65 @@ mod tests {
                 assert!(latch.is_open());
             }
         }
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use crate::sync::{AtomicBool, thread};
+    use loom::sync::Arc;
+
+    /// The wake protocol alone: a waiter parks until a flag is set, a waker
+    /// sets it (SeqCst RMW) and calls `wake_all`. A lost wake-up (e.g. a
+    /// waiter that sleeps without checking the wake epoch under the bucket
+    /// lock) is a loom deadlock.
+    #[test]
+    fn waiters_never_lose_a_wake_up() {
+        model::set_epochs(true);
+        loom::model(|| {
+            let flag = Arc::new(AtomicBool::new(false));
+            let waiters = Arc::new(Waiters::new());
+            let waiter = {
+                let (flag, waiters) = (flag.clone(), waiters.clone());
+                thread::spawn(move || {
+                    // Acquire: pairs with the waker's SeqCst swap.
+                    waiters.wait_until::<DefaultWait>(|| flag.load(Ordering::Acquire));
+                })
+            };
+            yield_now();
+            // SeqCst RMW: the state change `wake_all` requires.
+            flag.swap(true, Ordering::SeqCst);
+            waiters.wake_all();
+            waiter.join().unwrap();
+        });
+    }
+
+    /// Two waiters, two state changes: the second waiter waits for the
+    /// second change, so it may register, be woken by the first bump, find
+    /// itself not ready and park again; a bump it misses is a deadlock.
+    #[test]
+    fn waiters_two_waiters_two_wakes() {
+        model::set_epochs(true);
+        loom::model(|| {
+            let state = Arc::new(crate::sync::AtomicU32::new(0));
+            let waiters = Arc::new(Waiters::new());
+            let spawn = |target: u32| {
+                let (state, waiters) = (state.clone(), waiters.clone());
+                thread::spawn(move || {
+                    // Acquire: pairs with the SeqCst increments.
+                    waiters.wait_until::<DefaultWait>(|| state.load(Ordering::Acquire) >= target);
+                })
+            };
+            let (a, b) = (spawn(1), spawn(2));
+            yield_now();
+            for _ in 0..2 {
+                // SeqCst RMW: the state change `wake_all` requires.
+                state.fetch_add(1, Ordering::SeqCst);
+                waiters.wake_all();
+            }
+            a.join().unwrap();
+            b.join().unwrap();
+        });
     }
 }
