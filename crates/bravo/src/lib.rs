@@ -86,11 +86,19 @@
 //!   nested read behind it deadlocks even over a reader-preferring `L`.
 //!   Both guards release correctly in either order.
 //! - **Try and timed writes** never wait for fast readers beyond their
-//!   deadline (`try_lock_exclusive`, `try_upgrade`: one scan; the timed
-//!   forms: until the deadline); they fail with the bias restored, so a
-//!   thread holding a fast read gets `None`, as it would from `L`. Timed
-//!   operations need `L`'s `Duration`/`Instant` to be `std::time`'s
-//!   (parking_lot's are).
+//!   deadline (`try_lock_exclusive`, `try_upgrade`: one scan, and they
+//!   fail if another writer is revoking; the timed forms: they wait for
+//!   fast readers and for another writer's revocation until the deadline,
+//!   and never fail before it, as `lock_api::RawRwLockTimed` requires);
+//!   they fail with the bias restored, so a thread holding a fast read
+//!   gets `None`, as it would from `L`. Timed operations need `L`'s
+//!   `Duration`/`Instant` to be `std::time`'s (parking_lot's are).
+//! - **Panics.** No lock operation panics between changing the lock word
+//!   and restoring it (a revocation fetches the table, whose first use
+//!   allocates and reads `BRAVO_TABLE_SLOTS`, before it sets `REVOKING`,
+//!   and the table's diagnostic cannot panic); should that ever change, a
+//!   guard restores the biased word while unwinding, so the lock is never
+//!   left wedged.
 //! - **Moving a read-locked lock** (possible only through the raw API,
 //!   keeping the read's guard state while moving the lock) detaches a
 //!   fast-path read from the moved lock: its slot names the old address,

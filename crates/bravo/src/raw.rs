@@ -178,13 +178,45 @@ enum Patience {
 }
 
 impl Patience {
-    /// Whether a wait must give up now.
-    fn expired(self) -> bool {
+    /// How much longer a wait may last (`Duration::MAX`: unbounded);
+    /// `None` when it must give up now.
+    fn left(self) -> Option<std::time::Duration> {
         match self {
-            Patience::Wait => false,
-            Patience::Scan => true,
-            Patience::Until(deadline) => std::time::Instant::now() >= deadline,
+            Patience::Wait => Some(std::time::Duration::MAX),
+            Patience::Scan => None,
+            Patience::Until(deadline) => deadline
+                .checked_duration_since(std::time::Instant::now())
+                .filter(|left| !left.is_zero()),
         }
+    }
+}
+
+/// A revocation in progress: `REVOKING` is set in the lock word. `end`
+/// stores the word that ends it; dropped without `end` (a panic between
+/// the two, which the code is written never to raise), it restores the
+/// biased word the revocation started from, so that the next writer
+/// revokes again instead of waiting forever for `REVOKING` to clear.
+/// Restoring the bias is safe whoever the revoker was: no writer was
+/// inside when the bias was seen set, and none could pass while
+/// `REVOKING` was up.
+struct Revoking<'a, L: RawRwLock, P: Policy> {
+    lock: &'a Bravo<L, P>,
+    /// The word the revocation started from (`RBIAS` set).
+    word: u64,
+}
+
+impl<L: RawRwLock, P: Policy> Revoking<'_, L, P> {
+    /// Ends the revocation with `word`.
+    #[inline]
+    fn end(self, word: u64) {
+        let this = core::mem::ManuallyDrop::new(self);
+        this.lock.end_revocation(word);
+    }
+}
+
+impl<L: RawRwLock, P: Policy> Drop for Revoking<'_, L, P> {
+    fn drop(&mut self) {
+        self.lock.end_revocation(self.word);
     }
 }
 
@@ -367,20 +399,35 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
     ///
     /// Returns `true` when, at return, `RBIAS` and `REVOKING` are clear and
     /// every fast-path reader that entered before has left (as seen through
-    /// `Acquire`). With `Patience::Scan` (caller holds `L` for writing) it
-    /// returns `false`, bias restored, if a reader is inside or another
-    /// revocation runs.
+    /// `Acquire`). With `Patience::Scan` (caller holds `L` for writing or
+    /// upgradable) it returns `false`, bias restored, if a reader is inside
+    /// or another revocation runs; with `Patience::Until` it waits for both
+    /// until the deadline, and returns `false` only after it.
+    ///
+    /// # Panic safety
+    ///
+    /// Between setting `REVOKING` and storing the word again nothing can
+    /// panic: no allocation, no I/O, no user code (the table, whose first
+    /// use allocates and reads the environment, is fetched before), only
+    /// atomics, the clock, `Instant::now` and sleeps. Should that ever
+    /// change, [`Revoking`]'s `Drop` puts the biased word back instead of
+    /// leaving `REVOKING` set, which would wedge every later writer.
     fn revoke(&self, patience: Patience) -> bool {
+        let table = table::table();
         loop {
             // Acquire: pairs with the Release store that ends a revocation
             // (whose scan saw this lock's fast readers leave) and with the
             // Release bias set by a slow reader.
             let word = self.state.load(Ordering::Acquire);
             if word & REVOKING != 0 {
-                if patience != Patience::Wait {
+                let deadline = match patience {
+                    Patience::Scan => return false,
+                    Patience::Wait => None,
+                    Patience::Until(deadline) => Some(deadline),
+                };
+                if !self.wait_revocation(deadline) {
                     return false;
                 }
-                self.wait_revocation();
                 continue;
             }
             if word & RBIAS == 0 {
@@ -400,20 +447,20 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
             {
                 continue;
             }
+            let revoking = Revoking { lock: self, word };
             // The store-load fence of l. 39: clearing RBIAS is ordered
             // before the scan's loads (pairs with the reader's SeqCst CAS
             // and re-load).
             fence(Ordering::SeqCst);
             let start = clock::now();
-            let clear = scan::<P>(table::table(), self.addr(), patience);
+            let clear = scan::<P>(table, self.addr(), patience);
             let end = clock::now();
             if !clear {
                 // A reader is inside and we may not wait longer. The caller
                 // holds `L` for writing or upgradable (see `Patience`), so
                 // re-setting the bias cannot let a fast reader in beside a
-                // writer. SeqCst RMW: ends a revocation (below).
-                self.state.swap(word, Ordering::SeqCst);
-                self.revocation_ended();
+                // writer.
+                revoking.end(word);
                 return false;
             }
             let cost = end.saturating_sub(start).max(1);
@@ -436,19 +483,14 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
             } else {
                 window::<P>(cost, exp)
             };
-            // SeqCst RMW (Release at least): ends the revocation; pairs with
-            // the Acquire loads of waiting writers, which thereby see the
-            // readers' departures this scan acquired, and is the state
-            // change of the `Waiters` protocol before `wake_all`.
-            self.state
-                .swap(pack(0, exp, end.saturating_add(inhibit)), Ordering::SeqCst);
-            self.revocation_ended();
+            revoking.end(pack(0, exp, end.saturating_add(inhibit)));
             stats::revocation(end.saturating_sub(start), inhibit);
             return true;
         }
     }
 
-    /// Waits until another writer's revocation ends.
+    /// Waits until another writer's revocation ends, or until `deadline`;
+    /// returns whether it ended.
     ///
     /// The revoker itself waits for readers by polling (a fast reader's
     /// unlock cannot wake anybody), so a writer queued behind it polls the
@@ -456,28 +498,48 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
     /// pollers make the schedule space infinite, so there the writer parks
     /// on a `Waiters` (its SeqCst re-check pairs with the SeqCst swap that
     /// ends the revocation) and the revoker wakes it: the same condition,
-    /// waited for without spinning.
+    /// waited for without spinning. (Models use no deadlines.)
     #[cold]
-    fn wait_revocation(&self) {
+    fn wait_revocation(&self, deadline: Option<std::time::Instant>) -> bool {
         #[cfg(not(loom))]
         {
             let mut backoff = wait::Sleeper::new();
             // Acquire: as in `revoke`.
             while self.state.load(Ordering::Acquire) & REVOKING != 0 {
-                backoff.snooze();
+                match deadline {
+                    Some(d) => {
+                        let now = std::time::Instant::now();
+                        if now >= d {
+                            return false;
+                        }
+                        backoff.snooze_at_most(d - now);
+                    }
+                    None => backoff.snooze(),
+                }
             }
+            true
         }
         #[cfg(loom)]
-        self.revocation_waiters
-            .wait_until::<rwlock_core::wait::DefaultWait>(|| {
-                // SeqCst: the `Waiters` protocol's re-check.
-                self.state.load(Ordering::SeqCst) & REVOKING == 0
-            });
+        {
+            let _ = deadline;
+            self.revocation_waiters
+                .wait_until::<rwlock_core::wait::DefaultWait>(|| {
+                    // SeqCst: the `Waiters` protocol's re-check.
+                    self.state.load(Ordering::SeqCst) & REVOKING == 0
+                });
+            true
+        }
     }
 
-    /// After the SeqCst swap that clears `REVOKING`.
+    /// Ends a revocation: stores `word` (`REVOKING` clear) and wakes the
+    /// writers a model parked on it.
     #[inline]
-    fn revocation_ended(&self) {
+    fn end_revocation(&self, word: u64) {
+        // SeqCst RMW (Release at least): pairs with the Acquire loads of
+        // waiting writers, which thereby see the readers' departures the
+        // scan acquired, and is the state change of the `Waiters` protocol
+        // before `wake_all`.
+        self.state.swap(word, Ordering::SeqCst);
         #[cfg(loom)]
         self.revocation_waiters.wake_all();
     }
@@ -652,10 +714,10 @@ fn scan<P: Policy>(table: &Table, lock: usize, patience: Patience) -> bool {
                 let mut backoff = wait::Sleeper::new();
                 // Acquire: as above.
                 while slot.load(Ordering::Acquire) == lock {
-                    if patience.expired() {
+                    let Some(left) = patience.left() else {
                         return false;
-                    }
-                    backoff.snooze();
+                    };
+                    backoff.snooze_at_most(left);
                 }
             }
         }
@@ -845,8 +907,9 @@ unsafe impl<L: RawRwLockDowngrade, P: Policy> RawRwLockDowngrade for Bravo<L, P>
 }
 
 // SAFETY: timed acquisitions are `L`'s; a timed write revokes like
-// `try_lock_exclusive` once `L` is held, waiting for fast readers at most
-// until the deadline, and fails (bias restored, `L` released) after it.
+// `try_lock_exclusive` once `L` is held, waiting for fast readers (and for
+// another writer's revocation) until the deadline, and fails (bias
+// restored, `L` released) only after it.
 // The deadline is a `std::time::Instant`, hence the bound on `L`'s types
 // (parking_lot's).
 unsafe impl<L, P> RawRwLockTimed for Bravo<L, P>
@@ -975,8 +1038,8 @@ where
     }
 
     /// As [`try_upgrade`](RawRwLockUpgrade::try_upgrade), waiting for
-    /// fast-path readers (while still upgradable) and for `L` until the
-    /// deadline.
+    /// fast-path readers and for another writer's revocation (while still
+    /// upgradable) and for `L` until the deadline; never fails before it.
     unsafe fn try_upgrade_for(
         &self,
         guard: Self::UpgradableGuard,
@@ -1311,6 +1374,43 @@ mod tests {
             .expect("a nested read behind a revoking writer deadlocked");
         reader.join().unwrap();
         writer.join().unwrap();
+    }
+
+    /// The class behind issue 14's wedged lock: a panic while `REVOKING`
+    /// is set (nothing in `revoke` can panic today; this injects one) must
+    /// not leave it set. The guard restores the biased word, and the next
+    /// writer revokes properly.
+    #[test]
+    fn a_panic_mid_revocation_restores_the_bias() {
+        let _serial = serial();
+        let lock = Pl::new();
+        biased(&lock);
+        // Relaxed: single-threaded test.
+        let word = lock.state.load(Ordering::Relaxed);
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            lock.state
+                .compare_exchange(
+                    word,
+                    (word & !RBIAS) | REVOKING,
+                    Ordering::SeqCst,
+                    Ordering::SeqCst,
+                )
+                .unwrap();
+            let _revoking = Revoking { lock: &lock, word };
+            panic!("injected into a revocation (expected by this test)");
+        }));
+        assert!(outcome.is_err());
+        assert!(
+            !format!("{lock:?}").contains("revoking: true"),
+            "REVOKING left set"
+        );
+        assert!(lock.is_biased(), "the biased word is restored");
+        let w = lock
+            .try_lock_exclusive()
+            .expect("a free lock after the panic");
+        assert!(!lock.is_biased(), "the next writer revokes");
+        // SAFETY: our write.
+        unsafe { lock.unlock_exclusive(w) };
     }
 
     #[test]

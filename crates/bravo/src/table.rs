@@ -28,7 +28,9 @@
 //! environment variable `BRAVO_TABLE_SLOTS` may choose another power of two
 //! between 1 and [`MAX_SLOTS`]; a call after first use, or an invalid size,
 //! is a [`TableError`]. A malformed environment value is reported on stderr
-//! once, naming the variable, and the default is used.
+//! once, naming the variable, and the default is used; the report never
+//! panics (a closed or full stderr loses it), since the table may be
+//! created on a lock path.
 
 use core::fmt;
 
@@ -197,7 +199,15 @@ mod global {
             Err(why) => {
                 // Relaxed: only de-duplicates one diagnostic line.
                 if !WARNED.swap(true, Ordering::Relaxed) {
-                    eprintln!("bravo: ignoring {ENV_VAR}={raw:?}: {why}; using the default size");
+                    // Not `eprintln!`: it panics when stderr is closed or
+                    // full, and the table is created on lock paths (a
+                    // revocation in progress, at worst). A lost diagnostic
+                    // is better than a lock wedged by a panic.
+                    use std::io::Write;
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "bravo: ignoring {ENV_VAR}={raw:?}: {why}; using the default size"
+                    );
                 }
                 None
             }

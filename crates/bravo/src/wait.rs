@@ -34,6 +34,13 @@ impl Sleeper {
     /// Waits a little longer than last time.
     #[inline]
     pub(crate) fn snooze(&mut self) {
+        self.snooze_at_most(MAX_SLEEP);
+    }
+
+    /// As [`snooze`](Self::snooze), sleeping no longer than `limit` (the
+    /// time left before a deadline).
+    #[inline]
+    pub(crate) fn snooze_at_most(&mut self, limit: Duration) {
         if cfg!(loom) {
             crate::sync::yield_now();
             return;
@@ -42,7 +49,7 @@ impl Sleeper {
             self.backoff.snooze();
             return;
         }
-        std::thread::sleep(self.sleep);
+        std::thread::sleep(self.sleep.min(limit));
         self.sleep = (self.sleep * 2).min(MAX_SLEEP);
     }
 }
