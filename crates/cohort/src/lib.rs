@@ -110,17 +110,19 @@
 //! | lock | inline | total, 1 node | 2 nodes | 4 nodes | 8 nodes |
 //! | --- | ---: | ---: | ---: | ---: | ---: |
 //! | [`CPtlTkt`] (cohort mutex) | 768 | 896 | 1024 | 1280 | 1792 |
-//! | [`CRwNp`], [`CRwRp`], [`CRwWp`] | 1024 | 1280 | 1536 | 2048 | 3072 |
-//! | [`CRwRpOpt`] (`WActive` line) | 1152 | 1408 | 1664 | 2176 | 3200 |
-//! | [`DrTicket`] | 256 | 384 | 512 | 768 | 1280 |
-//! | `WriterPref<CPtlTkt, PerNode>` | 1024 | 1280 | 1536 | 2048 | 3072 |
-//! | `WriterPref<CPtlTkt, Central>` | 1152 | 1280 | 1408 | 1664 | 2176 |
+//! | [`CRwNp`], [`CRwRp`], [`CRwRpOpt`], [`CRwWp`] | 1152 | 1408 | 1664 | 2176 | 3200 |
+//! | [`DrTicket`] | 384 | 512 | 640 | 896 | 1408 |
+//! | `WriterPref<CPtlTkt, PerNode>` | 1152 | 1408 | 1664 | 2176 | 3200 |
+//! | `WriterPref<CPtlTkt, Central>` | 1280 | 1408 | 1536 | 1792 | 2304 |
 //!
 //! Where it goes: the partitioned ticket lock is 5 lines (its request
 //! counter and [`PARTITIONS`](partitioned_ticket::PARTITIONS) = 4 grant
 //! slots), the cohort adds one line for its node array and bound, every
-//! reader-writer lock one line for its barrier and parking count; per node,
-//! one line for the local ticket lock and one for the reader counters. For
+//! reader-writer lock one line for its barrier and parking count and one
+//! for the writer's state (RP-opt's `WActive`; in every lock the flag
+//! behind an exact `is_locked_exclusive`), written only by writers; per
+//! node, one line for the local ticket lock and one for the reader
+//! counters. For
 //! comparison `parking_lot::RawRwLock` is 8 bytes and `bravo::RawRwLock` 16
 //! (plus BRAVO's one process-wide table): a cohort lock is for a few hot
 //! locks, not one per hash bucket.

@@ -62,6 +62,7 @@ impl<M: WriterMutex, I: ReadIndicator> NeutralPref<M, I> {
         if !self.parts.readers.is_empty() {
             self.parts.wait_until(|| self.parts.readers.is_empty());
         }
+        self.parts.enter();
         guard
     }
 
@@ -78,6 +79,7 @@ impl<M: WriterMutex, I: ReadIndicator> NeutralPref<M, I> {
     /// `guard` must come from an unreleased write acquisition of this lock.
     #[inline]
     pub unsafe fn unlock_exclusive_guard(&self, guard: M::Guard) {
+        self.parts.leave();
         // SAFETY: forwarded from the caller; waiters queue in the mutex.
         unsafe { self.parts.writer.unlock(guard) }
     }
@@ -90,9 +92,5 @@ impl<M: WriterMutex, I: ReadIndicator> NeutralPref<M, I> {
     pub unsafe fn downgrade_guard(&self, guard: M::Guard) -> ReaderToken {
         // SAFETY: forwarded from the caller.
         unsafe { self.parts.downgrade(guard) }
-    }
-
-    fn is_locked_exclusive_now(&self) -> bool {
-        self.parts.writer_only()
     }
 }

@@ -85,6 +85,7 @@ impl<M: WriterMutex, I: ReadIndicator> ReaderPref<M, I> {
                 if raised {
                     self.parts.lower_barrier();
                 }
+                self.parts.enter();
                 return guard;
             }
             // Readers have priority: give the mutex up and wait for them.
@@ -112,6 +113,7 @@ impl<M: WriterMutex, I: ReadIndicator> ReaderPref<M, I> {
     /// `guard` must come from an unreleased write acquisition of this lock.
     #[inline]
     pub unsafe fn unlock_exclusive_guard(&self, guard: M::Guard) {
+        self.parts.leave();
         // SAFETY: forwarded from the caller.
         unsafe { self.parts.release_writer(guard) }
     }
@@ -124,9 +126,5 @@ impl<M: WriterMutex, I: ReadIndicator> ReaderPref<M, I> {
     pub unsafe fn downgrade_guard(&self, guard: M::Guard) -> ReaderToken {
         // SAFETY: forwarded from the caller.
         unsafe { self.parts.downgrade(guard) }
-    }
-
-    fn is_locked_exclusive_now(&self) -> bool {
-        self.parts.writer_only()
     }
 }

@@ -31,33 +31,31 @@
 //! indicator (SeqCst loads). Whichever comes first in the SeqCst order is
 //! seen by the other.
 //!
-//! `WActive` sits on its own line: every writer writes it twice, every
-//! reader reads it.
+//! `WActive` is the lock's writer-state line (`Parts::writer_state`, on
+//! its own line: every writer writes it, every reader reads it): `IDLE`
+//! is false, `ACTIVATING` (set, readers not re-checked yet) and `INSIDE`
+//! (re-check passed: `is_locked_exclusive`) are true.
 
-use rwlock_core::CachePadded;
-use rwlock_core::sync::{AtomicBool, Ordering};
+use rwlock_core::sync::Ordering;
 
 use crate::CPtlTkt;
 use crate::indicator::{IngressEgress, ReadIndicator};
-use crate::rw::{Parts, ReaderToken, WriterMutex, dekker_fence, impl_raw_rwlock};
+use crate::rw::{ACTIVATING, IDLE, Parts, ReaderToken, WriterMutex, dekker_fence, impl_raw_rwlock};
 
 /// The reader-preference lock with `WActive`, over writer mutex `M` and read
 /// indicator `I`; see the [module docs](self). [`CRwRpOpt`](crate::CRwRpOpt)
 /// is the paper's configuration.
 pub struct ReaderPrefOpt<M = CPtlTkt, I = IngressEgress> {
     parts: Parts<M, I>,
-    w_active: CachePadded<AtomicBool>,
 }
 
-impl_raw_rwlock!(ReaderPrefOpt {
-    w_active: CachePadded::new(AtomicBool::new(false))
-});
+impl_raw_rwlock!(ReaderPrefOpt {});
 
 impl<M: WriterMutex, I: ReadIndicator> ReaderPrefOpt<M, I> {
     #[inline]
     fn writer_active(&self) -> bool {
         // SeqCst: the reader's half of the Dekker pair (module docs).
-        self.w_active.load(Ordering::SeqCst)
+        self.parts.writer_state.load(Ordering::SeqCst) != IDLE
     }
 
     /// Read-locks, arriving at `node`'s indicator slot (reduced modulo the
@@ -96,9 +94,12 @@ impl<M: WriterMutex, I: ReadIndicator> ReaderPrefOpt<M, I> {
     #[inline]
     fn activate(&self) -> bool {
         // SeqCst: the writer's half of the Dekker pair (module docs).
-        self.w_active.store(true, Ordering::SeqCst);
+        self.parts.writer_state.store(ACTIVATING, Ordering::SeqCst);
         dekker_fence();
         if self.parts.readers.is_empty() {
+            // Still `WActive` for readers (a later value in the line's
+            // modification order than the SeqCst store they pair with).
+            self.parts.enter();
             return true;
         }
         self.deactivate();
@@ -110,7 +111,7 @@ impl<M: WriterMutex, I: ReadIndicator> ReaderPrefOpt<M, I> {
         // SeqCst RMW: the parking protocol's state change (readers wait
         // for `WActive == false`); Release orders the write critical section
         // before readers that see it.
-        self.w_active.swap(false, Ordering::SeqCst);
+        self.parts.writer_state.swap(IDLE, Ordering::SeqCst);
         self.parts.wake();
     }
 
@@ -160,7 +161,7 @@ impl<M: WriterMutex, I: ReadIndicator> ReaderPrefOpt<M, I> {
         // Relaxed store would do for ordering (the mutex release follows),
         // but readers park on `WActive`: clear it with the SeqCst RMW the
         // parking protocol needs; `release_writer` wakes them.
-        self.w_active.swap(false, Ordering::SeqCst);
+        self.parts.writer_state.swap(IDLE, Ordering::SeqCst);
         // SAFETY: forwarded from the caller.
         unsafe { self.parts.release_writer(guard) }
     }
@@ -176,10 +177,5 @@ impl<M: WriterMutex, I: ReadIndicator> ReaderPrefOpt<M, I> {
         // SAFETY: forwarded from the caller.
         unsafe { self.unlock_exclusive_guard(guard) };
         token
-    }
-
-    fn is_locked_exclusive_now(&self) -> bool {
-        // Relaxed would do for a snapshot; SeqCst matches the other loads.
-        self.w_active.load(Ordering::SeqCst) && self.parts.readers.is_empty()
     }
 }

@@ -20,7 +20,7 @@
 //! used 1000 busy-wait iterations ([`DEFAULT_PATIENCE`]).
 
 use rwlock_core::CachePadded;
-use rwlock_core::sync::{AtomicU32, Ordering, spin_loop, yield_now};
+use rwlock_core::sync::{AtomicU8, AtomicU32, Ordering, spin_loop, yield_now};
 use rwlock_core::wait::{DefaultWait, Waiters};
 
 use crate::cohort::{Cohort, CohortToken, GlobalLock, LocalLock};
@@ -169,12 +169,26 @@ struct Gate {
     waiters: Waiters,
 }
 
+/// No writer is past the writer mutex (`Parts::writer_state`).
+pub(crate) const IDLE: u8 = 0;
+/// C-RW-RP-opt only: the writer set `WActive` and is re-checking the
+/// readers (its consensus is not done).
+pub(crate) const ACTIVATING: u8 = 1;
+/// A writer finished its consensus: it is inside.
+pub(crate) const INSIDE: u8 = 2;
+
 /// The parts every reader-writer lock of this crate is made of.
 #[derive(Debug)]
 pub(crate) struct Parts<M, I> {
     pub(crate) writer: M,
     pub(crate) readers: I,
     gate: CachePadded<Gate>,
+    /// `IDLE`, `ACTIVATING` or `INSIDE`: what the holder of the writer
+    /// mutex is doing. Written only by that holder; read by
+    /// `is_locked_exclusive` and, in C-RW-RP-opt, by readers (it is the
+    /// paper's `WActive`: not `IDLE`). Its own line, so that writers never
+    /// write a line the other locks' readers read.
+    pub(crate) writer_state: CachePadded<AtomicU8>,
     patience: u32,
 }
 
@@ -188,6 +202,7 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
                     barrier: AtomicU32::new(0),
                     waiters: Waiters::new(),
                 }),
+                writer_state: CachePadded::new(AtomicU8::new(IDLE)),
                 patience,
             }
         }
@@ -222,6 +237,32 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
         unsafe { self.readers.depart(token.slot) };
         // The departure was a SeqCst RMW (ReadIndicator's contract).
         self.gate.waiters.wake_all();
+    }
+
+    /// The writer holding the mutex finished its consensus: from now until
+    /// [`leave`](Self::leave), `is_locked_exclusive` says so.
+    #[inline]
+    pub(crate) fn enter(&self) {
+        // Relaxed: only `is_locked_exclusive` (a snapshot) reads it, and the
+        // writer's own thread sees its store in program order.
+        self.writer_state.store(INSIDE, Ordering::Relaxed);
+    }
+
+    /// The writer is about to release the mutex (or downgrade). Call it
+    /// before the release, whose SeqCst read-modify-write orders it.
+    #[inline]
+    pub(crate) fn leave(&self) {
+        // Relaxed: see `enter`; the next writer acquires the mutex after
+        // our release, so it is ordered after this store.
+        self.writer_state.store(IDLE, Ordering::Relaxed);
+    }
+
+    /// A writer is inside: exact from the writer's own thread, a snapshot
+    /// from any other.
+    #[inline]
+    pub(crate) fn writer_inside(&self) -> bool {
+        // Relaxed: a snapshot (see `enter`).
+        self.writer_state.load(Ordering::Relaxed) == INSIDE
     }
 
     /// Releases the writer mutex and wakes threads parked on this lock.
@@ -306,6 +347,7 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
             unsafe { self.release_writer(guard) };
             return None;
         }
+        self.enter();
         Some(guard)
     }
 
@@ -317,15 +359,11 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
     /// `guard` must be an unreleased acquisition of `writer`.
     #[inline]
     pub(crate) unsafe fn downgrade(&self, guard: M::Guard) -> ReaderToken {
+        self.leave();
         let token = self.arrive(crate::nodes::current());
         // SAFETY: forwarded from the caller.
         unsafe { self.release_writer(guard) };
         token
-    }
-
-    /// Writer mutex held (or requested) and no reader inside: a pure read.
-    pub(crate) fn writer_only(&self) -> bool {
-        self.writer.is_locked() && self.readers.is_empty()
     }
 
     /// Anybody holds or requested the lock: a pure read.
@@ -483,9 +521,14 @@ macro_rules! impl_raw_rwlock {
                 self.parts.is_locked()
             }
 
+            /// True from the moment a writer is past its consensus with
+            /// the readers until it releases: exact on the writer's own
+            /// thread (a `debug_assert!` in a write section holds), a
+            /// snapshot elsewhere. Readers waiting or retrying meanwhile
+            /// do not change the answer.
             #[inline]
             fn is_locked_exclusive(&self) -> bool {
-                self.is_locked_exclusive_now()
+                self.parts.writer_inside()
             }
         }
 

@@ -119,6 +119,7 @@ impl<M: WriterMutex, I: ReadIndicator> WriterPref<M, I> {
             // Readers that arrived before us drain; later ones back off.
             self.parts.wait_until(|| self.parts.readers.is_empty());
         }
+        self.parts.enter();
         guard
     }
 
@@ -139,6 +140,7 @@ impl<M: WriterMutex, I: ReadIndicator> WriterPref<M, I> {
     /// `guard` must come from an unreleased write acquisition of this lock.
     #[inline]
     pub unsafe fn unlock_exclusive_guard(&self, guard: M::Guard) {
+        self.parts.leave();
         // SAFETY: forwarded from the caller.
         unsafe { self.parts.release_writer(guard) }
     }
@@ -152,9 +154,5 @@ impl<M: WriterMutex, I: ReadIndicator> WriterPref<M, I> {
     pub unsafe fn downgrade_guard(&self, guard: M::Guard) -> ReaderToken {
         // SAFETY: forwarded from the caller.
         unsafe { self.parts.downgrade(guard) }
-    }
-
-    fn is_locked_exclusive_now(&self) -> bool {
-        self.parts.writer_only()
     }
 }

@@ -20,14 +20,14 @@
 
 #[cfg(not(loom))]
 pub use core::sync::atomic::{
-    AtomicBool, AtomicI64, AtomicIsize, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
-    compiler_fence, fence,
+    AtomicBool, AtomicI64, AtomicIsize, AtomicPtr, AtomicU8, AtomicU32, AtomicU64, AtomicUsize,
+    Ordering, compiler_fence, fence,
 };
 
 #[cfg(loom)]
 pub use loom::sync::atomic::{
-    AtomicBool, AtomicI64, AtomicIsize, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
-    fence,
+    AtomicBool, AtomicI64, AtomicIsize, AtomicPtr, AtomicU8, AtomicU32, AtomicU64, AtomicUsize,
+    Ordering, fence,
 };
 
 /// A compiler-only fence. Inside a loom model it is a real fence of the same
