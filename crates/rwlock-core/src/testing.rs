@@ -8,9 +8,15 @@
 //!   - the papers' **zero-sum array** (RWBench): a writer adds `x` to one of
 //!     64 slots and subtracts it from another with plain load/store pairs, a
 //!     reader sums the array and must find 0; at the end the sum must be 0
-//!     (a writer overlapping another loses an update).
+//!     (a writer overlapping another loses an update);
+//!   - the lock's own view: `is_locked_exclusive()` inside every write
+//!     section, `is_locked()` inside one read section in 32.
 //! - [`check_try_lock`], [`check_downgrade`], [`check_panic_releases`]:
 //!   single-threaded semantics every lock must have.
+//! - [`check_try_forms`], [`check_timed`], [`check_timed_upgrade`]: try
+//!   forms never block or fail on a free lock; timed forms never give up
+//!   before their deadline and return soon after it (run them inside
+//!   [`with_busy_threads`] for a busy machine).
 //! - [`check_phase_fairness`]: the Brandenburg-Anderson phase-fair order.
 //!
 //! Each check panics with a message naming the broken invariant. The stress
@@ -22,7 +28,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, AtomicIsize, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use lock_api::{RawRwLock, RawRwLockDowngrade};
+use lock_api::{RawRwLock, RawRwLockDowngrade, RawRwLockTimed, RawRwLockUpgradeTimed};
 
 const SLOTS: usize = 64;
 const WRITER: isize = isize::MIN / 2;
@@ -212,6 +218,10 @@ fn run<R: RawRwLock + Sync>(
                             None => lock.lock_exclusive(),
                         };
                         shared.enter_write();
+                        assert!(
+                            lock.is_locked_exclusive(),
+                            "is_locked_exclusive() is false inside a write section"
+                        );
                         shared.write_section(&mut rng, cfg.cs_len);
                         match downgrade {
                             Some(down) if roll.is_multiple_of(4) => {
@@ -239,6 +249,14 @@ fn run<R: RawRwLock + Sync>(
                             None => lock.lock_shared(),
                         };
                         shared.enter_read();
+                        // One read in 32 (a BRAVO fast read answers with a
+                        // table scan).
+                        if roll % 32 == 31 {
+                            assert!(
+                                lock.is_locked(),
+                                "is_locked() is false inside a read section"
+                            );
+                        }
                         shared.read_section(&mut rng, cfg.cs_len);
                         shared.leave_read();
                         // SAFETY: `g` is this thread's shared acquisition.
@@ -357,6 +375,219 @@ pub fn check_try_lock<R: RawRwLock>(lock: &R) {
     // SAFETY: our shared acquisition.
     unsafe { lock.unlock_shared(r) };
     assert!(!lock.is_locked());
+}
+
+/// Runs `f` while `hold` (an acquisition made on another thread) is held,
+/// and releases it after `f` returns.
+fn while_held<R: RawRwLock + Sync, T>(lock: &R, write: bool, f: impl FnOnce() -> T) -> T {
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            if write {
+                let g = lock.lock_exclusive();
+                held_tx.send(()).unwrap();
+                let _ = done_rx.recv();
+                // SAFETY: this thread's exclusive acquisition.
+                unsafe { lock.unlock_exclusive(g) };
+            } else {
+                let g = lock.lock_shared();
+                held_tx.send(()).unwrap();
+                let _ = done_rx.recv();
+                // SAFETY: this thread's shared acquisition.
+                unsafe { lock.unlock_shared(g) };
+            }
+        });
+        held_rx.recv().expect("the holder thread failed");
+        let out = f();
+        done_tx.send(()).unwrap();
+        out
+    })
+}
+
+/// The try forms never block and never fail without cause: on a free lock
+/// each succeeds; while another thread holds the lock in a conflicting
+/// mode each fails within `slack`; while another thread reads, a try-read
+/// succeeds.
+pub fn check_try_forms<R: RawRwLock + Sync>(lock: &R, slack: Duration) {
+    let w = lock
+        .try_lock_exclusive()
+        .expect("try_lock_exclusive failed on a free lock");
+    // SAFETY: our exclusive acquisition.
+    unsafe { lock.unlock_exclusive(w) };
+    let r = lock
+        .try_lock_shared()
+        .expect("try_lock_shared failed on a free lock");
+    // SAFETY: our shared acquisition.
+    unsafe { lock.unlock_shared(r) };
+    while_held(lock, true, || {
+        let t0 = Instant::now();
+        assert!(lock.try_lock_shared().is_none(), "try-read beside a writer");
+        assert!(
+            lock.try_lock_exclusive().is_none(),
+            "try-write beside a writer"
+        );
+        let took = t0.elapsed();
+        assert!(
+            took <= slack,
+            "try forms blocked for {took:?} beside a writer"
+        );
+    });
+    while_held(lock, false, || {
+        let t0 = Instant::now();
+        assert!(
+            lock.try_lock_exclusive().is_none(),
+            "try-write beside a reader"
+        );
+        let r = lock
+            .try_lock_shared()
+            .expect("try-read refused beside a reader (no writer waiting)");
+        // SAFETY: our shared acquisition.
+        unsafe { lock.unlock_shared(r) };
+        let took = t0.elapsed();
+        assert!(
+            took <= slack,
+            "try forms blocked for {took:?} beside a reader"
+        );
+    });
+    assert!(!lock.is_locked(), "the lock is held after the try checks");
+}
+
+/// Asserts that a timed attempt that failed did so no earlier than its
+/// deadline and no later than `slack` after it.
+fn check_failed_in_time(what: &str, ok: bool, t0: Instant, timeout: Duration, slack: Duration) {
+    let took = t0.elapsed();
+    assert!(!ok, "{what} succeeded against a conflicting holder");
+    assert!(
+        took >= timeout,
+        "{what} gave up after {took:?}, before its {timeout:?} deadline"
+    );
+    assert!(
+        took <= timeout + slack,
+        "{what} returned {took:?} after it started, more than {slack:?} past its {timeout:?} deadline"
+    );
+}
+
+/// lock_api's `RawRwLockTimed` contract: a timed attempt that fails never
+/// returns before its deadline, and returns within `slack` after it; one
+/// whose holder leaves before the deadline succeeds. `timeout` is the
+/// deadline each attempt is given (100 ms is plenty).
+pub fn check_timed<R>(lock: &R, timeout: Duration, slack: Duration)
+where
+    R: RawRwLockTimed<Duration = Duration, Instant = Instant> + Sync,
+{
+    while_held(lock, true, || {
+        let t0 = Instant::now();
+        let ok = lock.try_lock_shared_for(timeout).is_some();
+        check_failed_in_time("try_lock_shared_for", ok, t0, timeout, slack);
+        let t0 = Instant::now();
+        let ok = lock.try_lock_shared_until(t0 + timeout).is_some();
+        check_failed_in_time("try_lock_shared_until", ok, t0, timeout, slack);
+        let t0 = Instant::now();
+        let ok = lock.try_lock_exclusive_for(timeout).is_some();
+        check_failed_in_time("try_lock_exclusive_for (writer)", ok, t0, timeout, slack);
+    });
+    while_held(lock, false, || {
+        let t0 = Instant::now();
+        let ok = lock.try_lock_exclusive_for(timeout).is_some();
+        check_failed_in_time("try_lock_exclusive_for (reader)", ok, t0, timeout, slack);
+        let t0 = Instant::now();
+        let ok = lock.try_lock_exclusive_until(t0 + timeout).is_some();
+        check_failed_in_time("try_lock_exclusive_until", ok, t0, timeout, slack);
+        let r = lock
+            .try_lock_shared_for(timeout)
+            .expect("timed read refused beside a reader");
+        // SAFETY: our shared acquisition.
+        unsafe { lock.unlock_shared(r) };
+    });
+    // A holder that leaves in time: the attempt succeeds.
+    std::thread::scope(|s| {
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        s.spawn(move || {
+            let g = lock.lock_exclusive();
+            held_tx.send(()).unwrap();
+            std::thread::sleep(timeout / 2);
+            // SAFETY: this thread's exclusive acquisition.
+            unsafe { lock.unlock_exclusive(g) };
+        });
+        held_rx.recv().unwrap();
+        let w = lock
+            .try_lock_exclusive_for(timeout * 20)
+            .expect("timed write failed although the holder left in time");
+        // SAFETY: our exclusive acquisition.
+        unsafe { lock.unlock_exclusive(w) };
+    });
+    // Zero timeouts: a try.
+    let w = lock
+        .try_lock_exclusive_for(Duration::ZERO)
+        .expect("a zero-timeout write failed on a free lock");
+    // SAFETY: our exclusive acquisition.
+    unsafe { lock.unlock_exclusive(w) };
+    assert!(!lock.is_locked(), "the lock is held after the timed checks");
+}
+
+/// [`check_timed`] for upgrades: beside another reader an upgradable read
+/// is granted, and its timed upgrade fails no earlier than the deadline
+/// and within `slack` after it; once the reader leaves it succeeds.
+pub fn check_timed_upgrade<R>(lock: &R, timeout: Duration, slack: Duration)
+where
+    R: RawRwLockUpgradeTimed + RawRwLockTimed<Duration = Duration, Instant = Instant> + Sync,
+{
+    let u = while_held(lock, false, || {
+        let u = lock
+            .try_lock_upgradable_for(timeout)
+            .expect("upgradable read refused beside a reader");
+        let t0 = Instant::now();
+        // SAFETY: our upgradable acquisition (handed back on failure).
+        let u = match unsafe { lock.try_upgrade_for(u, timeout) } {
+            Ok(_) => panic!("upgrade succeeded beside a reader"),
+            Err(u) => u,
+        };
+        check_failed_in_time("try_upgrade_for", false, t0, timeout, slack);
+        let t0 = Instant::now();
+        // SAFETY: as above.
+        match unsafe { lock.try_upgrade_until(u, t0 + timeout) } {
+            Ok(_) => panic!("upgrade succeeded beside a reader"),
+            Err(u) => {
+                check_failed_in_time("try_upgrade_until", false, t0, timeout, slack);
+                u
+            }
+        }
+    });
+    // SAFETY: our upgradable acquisition; the reader has left.
+    let w = unsafe { lock.try_upgrade_for(u, timeout) }
+        .unwrap_or_else(|_| panic!("upgrade failed on an otherwise free lock"));
+    // SAFETY: our exclusive acquisition.
+    unsafe { lock.unlock_exclusive(w) };
+    assert!(
+        !lock.is_locked(),
+        "the lock is held after the upgrade checks"
+    );
+}
+
+/// Keeps `threads` threads spinning (a busy machine) while `f` runs.
+pub fn with_busy_threads<T>(threads: usize, f: impl FnOnce() -> T) -> T {
+    /// Stops the spinners however `f` ends (a failed assertion included).
+    struct Stop<'a>(&'a std::sync::atomic::AtomicBool);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            // Relaxed: a stop flag; the scope's join orders the rest.
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                // Relaxed: a stop flag.
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            });
+        }
+        let _stop = Stop(&stop);
+        f()
+    })
 }
 
 /// Downgrade keeps writers out and lets readers in.
