@@ -55,26 +55,49 @@ fn longest_run(bound: u32, node1_rounds: u32) -> (u32, u32) {
     (longest.into_inner(), node1_in.into_inner() as u32)
 }
 
+/// The node-1 thread raises `waiting` just before it asks for the lock; if
+/// it is descheduled in between (four threads share the 2-core development
+/// machine), node 0 legitimately runs more critical sections "while it
+/// waits" (1 run in 30 failed so with bound 0). A missing bound exceeds it
+/// in every attempt (see the next test), so an attempt is repeated, up to
+/// five in all, and the test fails only if every one exceeds the bound.
 #[test]
 fn local_hand_offs_respect_the_bound() {
     for bound in [0, 4, 16] {
-        let (longest, node1) = longest_run(bound, 50);
-        eprintln!("bound {bound}: longest node-0 run while node 1 waited: {longest}");
-        assert_eq!(node1, 50);
+        let mut runs = Vec::new();
+        for _ in 0..5 {
+            let (longest, node1) = longest_run(bound, 50);
+            assert_eq!(node1, 50);
+            runs.push(longest);
+            if longest <= 2 * (bound + 1) {
+                break;
+            }
+        }
+        eprintln!("bound {bound}: longest node-0 runs while node 1 waited: {runs:?}");
         assert!(
-            longest <= 2 * (bound + 1),
-            "bound {bound}: node 0 kept the lock for {longest} critical sections"
+            runs.iter().any(|&longest| longest <= 2 * (bound + 1)),
+            "bound {bound}: node 0 kept the lock for {runs:?} critical sections in five attempts"
         );
     }
 }
 
+/// Local hand-offs need a node-0 waiter queued at each release; with four
+/// threads on two cores node 0's threads are sometimes all descheduled, so
+/// this too gets up to five attempts.
 #[test]
 fn without_a_bound_node_zero_keeps_the_lock() {
-    let (longest, node1) = longest_run(u32::MAX, 5);
-    eprintln!("no bound: longest node-0 run while node 1 waited: {longest}");
-    assert_eq!(node1, 5, "node 1 got in once node 0's threads stopped");
+    let mut runs = Vec::new();
+    for _ in 0..5 {
+        let (longest, node1) = longest_run(u32::MAX, 5);
+        assert_eq!(node1, 5, "node 1 got in once node 0's threads stopped");
+        runs.push(longest);
+        if longest > 2 * (16 + 1) {
+            break;
+        }
+    }
+    eprintln!("no bound: longest node-0 runs while node 1 waited: {runs:?}");
     assert!(
-        longest > 2 * (16 + 1),
-        "local hand-offs never happened ({longest})"
+        runs.iter().any(|&longest| longest > 2 * (16 + 1)),
+        "local hand-offs never happened ({runs:?})"
     );
 }
