@@ -462,6 +462,14 @@ mod tests {
     use std::sync::Arc;
 
     #[test]
+    fn is_locked_holds_for_a_holder_under_reader_churn() {
+        crate::testing::check_is_locked_under_reader_churn(
+            &PfQueue::<DefaultWait>::new(),
+            2_000_000,
+        );
+    }
+
+    #[test]
     fn footprint() {
         assert_eq!(core::mem::size_of::<PfQueue>(), 48);
         assert!(core::mem::size_of::<crate::CachePadded<PfQueue>>() <= 128);

@@ -334,6 +334,14 @@ mod tests {
     use lock_api::RawRwLock;
 
     #[test]
+    fn is_locked_holds_for_a_holder_under_reader_churn() {
+        crate::testing::check_is_locked_under_reader_churn(
+            &PfTicket::<DefaultWait>::new(),
+            2_000_000,
+        );
+    }
+
+    #[test]
     fn footprint() {
         assert_eq!(core::mem::size_of::<PfTicket>(), 32);
         assert!(core::mem::size_of::<crate::CachePadded<PfTicket>>() <= 128);

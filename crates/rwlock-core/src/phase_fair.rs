@@ -96,11 +96,23 @@ impl ReaderCounts {
         self.rout.load(Ordering::Acquire) == rticket
     }
 
-    /// Any reader or writer present: a snapshot of two Relaxed pure reads.
+    /// Any reader or writer present: a snapshot of two pure reads.
+    ///
+    /// Departures are read before arrivals (as in `try_write_lock`): every
+    /// departure counted in `rout` has its arrival ordered before our later
+    /// load of `rin` (Acquire: pairs with the departures' SeqCst RMWs), so
+    /// a reader that holds the lock always makes the counts differ and gets
+    /// `true`. In the other order, readers that arrive and depart between
+    /// the two loads can bring `rout` up to the `rin` that counted the
+    /// caller, and a holder was told the lock is free (found by the stress
+    /// harness's check inside read sections).
     #[inline]
     pub(crate) fn is_locked(&self) -> bool {
+        // Acquire: see above.
+        let out = self.rout.load(Ordering::Acquire);
+        // Relaxed: ordered after the Acquire load above.
         let r = self.rin.load(Ordering::Relaxed);
-        r & WBITS != 0 || r & !LOW != self.rout.load(Ordering::Relaxed)
+        r & WBITS != 0 || r & !LOW != out
     }
 
     /// A writer present, from its announcement on (it may still be draining

@@ -218,10 +218,9 @@ fn run<R: RawRwLock + Sync>(
                             None => lock.lock_exclusive(),
                         };
                         shared.enter_write();
-                        assert!(
-                            lock.is_locked_exclusive(),
-                            "is_locked_exclusive() is false inside a write section"
-                        );
+                        // Asserted after the release: a failure must not
+                        // leave the lock held (the other threads would hang).
+                        let exclusive = lock.is_locked_exclusive();
                         shared.write_section(&mut rng, cfg.cs_len);
                         match downgrade {
                             Some(down) if roll.is_multiple_of(4) => {
@@ -239,6 +238,10 @@ fn run<R: RawRwLock + Sync>(
                                 unsafe { lock.unlock_exclusive(g) };
                             }
                         }
+                        assert!(
+                            exclusive,
+                            "is_locked_exclusive() was false inside a write section"
+                        );
                         shared.writes.fetch_add(1, Ordering::Relaxed);
                     } else {
                         let g = match try_first.then(|| lock.try_lock_shared()).flatten() {
@@ -250,17 +253,13 @@ fn run<R: RawRwLock + Sync>(
                         };
                         shared.enter_read();
                         // One read in 32 (a BRAVO fast read answers with a
-                        // table scan).
-                        if roll % 32 == 31 {
-                            assert!(
-                                lock.is_locked(),
-                                "is_locked() is false inside a read section"
-                            );
-                        }
+                        // table scan); asserted after the release.
+                        let locked = roll % 32 != 31 || lock.is_locked();
                         shared.read_section(&mut rng, cfg.cs_len);
                         shared.leave_read();
                         // SAFETY: `g` is this thread's shared acquisition.
                         unsafe { lock.unlock_shared(g) };
+                        assert!(locked, "is_locked() was false inside a read section");
                         shared.reads.fetch_add(1, Ordering::Relaxed);
                     }
                 }
@@ -562,6 +561,38 @@ where
     assert!(
         !lock.is_locked(),
         "the lock is held after the upgrade checks"
+    );
+}
+
+/// `is_locked()` is true for a thread that holds a read lock, however fast
+/// other readers come and go: holds a read while two threads churn read
+/// acquisitions and polls `polls` times. (PF-T and PF-Q read their
+/// arrival count before their departure count, and a reader that came and
+/// went between the two loads made a holder see the lock free.)
+pub fn check_is_locked_under_reader_churn<R: RawRwLock + Sync>(lock: &R, polls: u64) {
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let g = lock.lock_shared();
+    let wrong = std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                // Relaxed: a stop flag.
+                while !stop.load(Ordering::Relaxed) {
+                    let r = lock.lock_shared();
+                    // SAFETY: this thread's shared acquisition.
+                    unsafe { lock.unlock_shared(r) };
+                }
+            });
+        }
+        let wrong = (0..polls).filter(|_| !lock.is_locked()).count();
+        // Relaxed: a stop flag; the scope joins the churners.
+        stop.store(true, Ordering::Relaxed);
+        wrong
+    });
+    // SAFETY: our shared acquisition.
+    unsafe { lock.unlock_shared(g) };
+    assert_eq!(
+        wrong, 0,
+        "is_locked() said free {wrong} times in {polls} polls by a reader holding the lock"
     );
 }
 
