@@ -154,3 +154,31 @@ fn timed_forms_keep_their_deadline_oversubscribed() {
     let _serial = serial();
     with_busy_threads(BUSY, || timed_forms(BUSY_SLACK));
 }
+
+/// `is_locked()` is true for a reader that holds the lock while other
+/// readers come and go, for every lock.
+#[test]
+fn is_locked_holds_for_a_reader_of_every_lock() {
+    let _serial = serial();
+    fn one<L: RawRwLock + Sync>() {
+        let lock = L::INIT;
+        rwlock_core::testing::check_is_locked_under_reader_churn(&lock, 200_000);
+    }
+    one::<PfTicket>();
+    one::<PfQueue>();
+    one::<BrLock>();
+    one::<PthreadRwLock>();
+    one::<bravo::RawRwLock>();
+    one::<bravo::RawPfQueue>();
+    one::<cohort::CRwWp>();
+    one::<cohort::CRwRpOpt>();
+    one::<cohort::CRwRp>();
+    one::<cohort::CRwNp>();
+    one::<cohort::DrTicket>();
+    one::<cohort::WriterPref<cohort::CPtlTkt, cohort::PerNode>>();
+    one::<cohort::WriterPref<cohort::CPtlTkt, cohort::Central>>();
+    one::<prwlock::PrwLock>();
+    let lock = bravo::RawRwLock::INIT;
+    bias(&lock);
+    rwlock_core::testing::check_is_locked_under_reader_churn(&lock, 20_000);
+}
