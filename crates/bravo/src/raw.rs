@@ -413,7 +413,6 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
     /// change, [`Revoking`]'s `Drop` puts the biased word back instead of
     /// leaving `REVOKING` set, which would wedge every later writer.
     fn revoke(&self, patience: Patience) -> bool {
-        let table = table::table();
         loop {
             // Acquire: pairs with the Release store that ends a revocation
             // (whose scan saw this lock's fast readers leave) and with the
@@ -433,6 +432,9 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
             if word & RBIAS == 0 {
                 return true;
             }
+            // Fetched before `REVOKING` is set: the table's first use
+            // allocates and reads the environment.
+            let table = table::table();
             // SeqCst: the writer's half of the store-load pair (with the
             // fence below); Acquire on failure as the load above.
             if self
