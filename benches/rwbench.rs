@@ -33,7 +33,7 @@ options (lists are comma-separated):
   --duration-ms N    measurement interval of one run (default 150)
   --reps N           repetitions per point, median reported (default 3, at least 3 recommended)
   --locks LIST       locks or families (rwlock-core, bravo, cohort, prwlock, peer; bravo-ablation,
-                     cohort-ablation by name); default all
+                     cohort-ablation, unrestricted by name); default all
   --pin              pin worker i to CPU i % cpus
   --topology SPEC    NUMA topology override (RWLOCK_TOPOLOGY grammar), before any lock is used
   --out DIR          where results.csv and the SVG plots go (default target/rwbench)

@@ -48,7 +48,7 @@ pub const LOCKS: &[LockEntry] = &[
     lock!(
         "cohort_mutex",
         "cohort",
-        crate::bench_lock::Mutex<cohort::CPtlTkt>
+        crate::bench_lock::Mutex<cohort::RestrictedCPtlTkt>
     ),
     lock!("prwlock", "prwlock", Raw<prwlock::PrwLock>),
     lock!("pthread", "peer", Raw<rwlock_core::PthreadRwLock>),
@@ -112,17 +112,77 @@ pub const COHORT_ABLATIONS: &[LockEntry] = &[
     lock!(
         "c_rw_wp_central",
         "cohort-ablation",
-        Raw<cohort::WriterPref<cohort::CPtlTkt, cohort::Central>>
+        Raw<cohort::WriterPref<cohort::RestrictedCPtlTkt, cohort::Central>>
     ),
     lock!(
         "c_rw_wp_per_node",
         "cohort-ablation",
-        Raw<cohort::WriterPref<cohort::CPtlTkt, cohort::PerNode>>
+        Raw<cohort::WriterPref<cohort::RestrictedCPtlTkt, cohort::PerNode>>
     ),
     lock!(
         "c_rw_wp_tkt_tkt",
         "cohort-ablation",
-        Raw<cohort::WriterPref<cohort::Cohort<cohort::TicketLock, cohort::TicketLock>>>
+        Raw<
+            cohort::WriterPref<
+                cohort::Restricted<cohort::Cohort<cohort::TicketLock, cohort::TicketLock>>,
+            >,
+        >
+    ),
+];
+
+/// Selectable by name or as the family `unrestricted` only: the locks
+/// whose default form is restricted ([`rwlock_core::Restricted`]), as the
+/// papers' algorithms alone, to measure what restriction costs and buys.
+pub const UNRESTRICTED: &[LockEntry] = &[
+    lock!(
+        "pf_t_unrestricted",
+        "unrestricted",
+        Raw<rwlock_core::pf_ticket::PfTicket>
+    ),
+    lock!(
+        "pf_q_unrestricted",
+        "unrestricted",
+        Raw<rwlock_core::pf_queue::PfQueue>
+    ),
+    lock!(
+        "brlock_unrestricted",
+        "unrestricted",
+        Raw<rwlock_core::brlock::BrLock>
+    ),
+    lock!(
+        "bravo_pf_q_unrestricted",
+        "unrestricted",
+        Raw<bravo::Bravo<rwlock_core::pf_queue::PfQueue>>
+    ),
+    lock!(
+        "c_rw_wp_unrestricted",
+        "unrestricted",
+        Raw<cohort::unrestricted::CRwWp>
+    ),
+    lock!(
+        "c_rw_rp_opt_unrestricted",
+        "unrestricted",
+        Raw<cohort::unrestricted::CRwRpOpt>
+    ),
+    lock!(
+        "c_rw_rp_unrestricted",
+        "unrestricted",
+        Raw<cohort::unrestricted::CRwRp>
+    ),
+    lock!(
+        "c_rw_np_unrestricted",
+        "unrestricted",
+        Raw<cohort::unrestricted::CRwNp>
+    ),
+    lock!(
+        "dr_ticket_unrestricted",
+        "unrestricted",
+        Raw<cohort::unrestricted::DrTicket>
+    ),
+    lock!(
+        "cohort_mutex_unrestricted",
+        "unrestricted",
+        crate::bench_lock::Mutex<cohort::CPtlTkt>
     ),
 ];
 
@@ -145,6 +205,7 @@ pub fn select(selectors: &[String]) -> Result<Vec<LockEntry>, String> {
                 .iter()
                 .chain(ABLATIONS)
                 .chain(COHORT_ABLATIONS)
+                .chain(UNRESTRICTED)
                 .filter(|e| e.name == sel || e.family == sel)
                 .collect()
         };
@@ -153,11 +214,12 @@ pub fn select(selectors: &[String]) -> Result<Vec<LockEntry>, String> {
                 .iter()
                 .chain(ABLATIONS)
                 .chain(COHORT_ABLATIONS)
+                .chain(UNRESTRICTED)
                 .map(|e| e.name)
                 .collect();
             return Err(format!(
                 "no lock or family named `{sel}` (locks: {}; families: rwlock-core, bravo, prwlock, \
-                 cohort, peer, bravo-ablation, cohort-ablation)",
+                 cohort, peer, bravo-ablation, cohort-ablation, unrestricted)",
                 names.join(", ")
             ));
         }
@@ -214,9 +276,23 @@ mod tests {
                 LOCKS
                     .iter()
                     .chain(&COHORT_ABLATIONS[i + 1..])
+                    .chain(UNRESTRICTED)
                     .all(|b| b.name != a.name)
             );
         }
+        for (i, a) in UNRESTRICTED.iter().enumerate() {
+            assert!(
+                LOCKS
+                    .iter()
+                    .chain(ABLATIONS)
+                    .chain(&UNRESTRICTED[i + 1..])
+                    .all(|b| b.name != a.name)
+            );
+        }
+        assert_eq!(
+            select(&["unrestricted".into()]).unwrap().len(),
+            UNRESTRICTED.len()
+        );
         assert_eq!(select(&["cohort".into()]).unwrap().len(), 6);
         assert_eq!(select(&["prwlock".into()]).unwrap().len(), 1);
         assert_eq!(

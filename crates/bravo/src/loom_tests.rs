@@ -90,7 +90,7 @@ where
 fn loom_tests_fast_reader_vs_writer_listing1() {
     slots(2);
     fast_reader_vs_writer::<_, policy::Listing1>(
-        rwlock_core::PfTicket::<rwlock_core::wait::DefaultWait>::new,
+        rwlock_core::pf_ticket::PfTicket::<rwlock_core::wait::DefaultWait>::new,
     );
 }
 
@@ -98,7 +98,7 @@ fn loom_tests_fast_reader_vs_writer_listing1() {
 fn loom_tests_fast_reader_vs_writer_default_policy() {
     slots(2);
     fast_reader_vs_writer::<_, crate::DefaultPolicy>(
-        rwlock_core::PfQueue::<rwlock_core::wait::DefaultWait>::new,
+        rwlock_core::pf_queue::PfQueue::<rwlock_core::wait::DefaultWait>::new,
     );
 }
 
@@ -111,7 +111,7 @@ fn loom_tests_colliding_readers_vs_writer() {
     slots(1);
     loom::model(move || {
         let s = Shared::<_, policy::Listing1>::new(
-            rwlock_core::PfTicket::<rwlock_core::wait::DefaultWait>::new,
+            rwlock_core::pf_ticket::PfTicket::<rwlock_core::wait::DefaultWait>::new,
         );
         s.read();
         let readers = [spawn(&s, Shared::read), spawn(&s, Shared::read)];
@@ -128,7 +128,9 @@ fn loom_tests_colliding_readers_vs_writer() {
 fn two_writers_and_a_reader<P: Policy>() {
     slots(2);
     loom::model(move || {
-        let s = Shared::<_, P>::new(rwlock_core::PfTicket::<rwlock_core::wait::DefaultWait>::new);
+        let s = Shared::<_, P>::new(
+            rwlock_core::pf_ticket::PfTicket::<rwlock_core::wait::DefaultWait>::new,
+        );
         s.read();
         let w = spawn(&s, Shared::write);
         let r = spawn(&s, Shared::read);
@@ -162,7 +164,7 @@ fn loom_tests_nested_read_vs_writer_default_policy() {
     slots(2);
     loom::model(move || {
         let s = Shared::<_, crate::DefaultPolicy>::new(
-            rwlock_core::PfTicket::<rwlock_core::wait::DefaultWait>::new,
+            rwlock_core::pf_ticket::PfTicket::<rwlock_core::wait::DefaultWait>::new,
         );
         s.read();
         let w = spawn(&s, Shared::write);
@@ -194,7 +196,7 @@ fn loom_tests_try_write_vs_fast_reader() {
     slots(2);
     loom::model(move || {
         let s = Shared::<_, policy::Listing1>::new(
-            rwlock_core::PfTicket::<rwlock_core::wait::DefaultWait>::new,
+            rwlock_core::pf_ticket::PfTicket::<rwlock_core::wait::DefaultWait>::new,
         );
         s.read();
         let r = spawn(&s, Shared::read);

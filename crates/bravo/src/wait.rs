@@ -33,6 +33,7 @@ impl Sleeper {
 
     /// Waits a little longer than last time.
     #[inline]
+    #[cfg_attr(loom, allow(dead_code))] // models park on a `Waiters` instead
     pub(crate) fn snooze(&mut self) {
         self.snooze_at_most(MAX_SLEEP);
     }

@@ -19,9 +19,9 @@
 //! WBarrier) and then waits without a limit (spin, yield, park). The paper
 //! used 1000 busy-wait iterations ([`DEFAULT_PATIENCE`]).
 
-use rwlock_core::CachePadded;
 use rwlock_core::sync::{AtomicU8, AtomicU32, Ordering, spin_loop, yield_now};
 use rwlock_core::wait::{DefaultWait, Waiters};
+use rwlock_core::{CachePadded, Restricted};
 
 use crate::cohort::{Cohort, CohortToken, GlobalLock, LocalLock};
 use crate::indicator::ReadIndicator;
@@ -100,6 +100,39 @@ unsafe impl<G: GlobalLock, L: LocalLock> WriterMutex for Cohort<G, L> {
     }
     fn heap_bytes(&self) -> usize {
         Cohort::heap_bytes(self)
+    }
+}
+
+// SAFETY: every acquisition and release is `M`'s (the gate only delays a
+// thread before it calls `M::lock_on`), so `M`'s contract holds.
+unsafe impl<M: WriterMutex> WriterMutex for Restricted<M> {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = Restricted::new(M::INIT);
+
+    type Guard = M::Guard;
+
+    fn create(nodes: usize) -> Self {
+        Restricted::new(M::create(nodes))
+    }
+    #[inline]
+    fn lock_on(&self, node: usize) -> M::Guard {
+        self.acquire(|m| m.try_lock_on(node), |m| m.lock_on(node))
+    }
+    #[inline]
+    fn try_lock_on(&self, node: usize) -> Option<M::Guard> {
+        self.inner().try_lock_on(node)
+    }
+    #[inline]
+    unsafe fn unlock(&self, guard: M::Guard) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.inner().unlock(guard) }
+    }
+    #[inline]
+    fn is_locked(&self) -> bool {
+        self.inner().is_locked()
+    }
+    fn heap_bytes(&self) -> usize {
+        self.inner().heap_bytes()
     }
 }
 
@@ -301,6 +334,10 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
             checks += 1;
             spin_loop();
             if checks.is_multiple_of(64) {
+                if checks == 64 {
+                    // Outlasted spinning (see `Restricted`).
+                    rwlock_core::wait::note_deep_wait();
+                }
                 // More threads than cores is normal: let the thread we wait
                 // for run.
                 yield_now();

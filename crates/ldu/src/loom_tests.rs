@@ -28,7 +28,7 @@
 
 use loom::sync::Arc;
 use loom::thread;
-use rwlock_core::PfTicket;
+use rwlock_core::pf_ticket::PfTicket;
 
 use crate::{Ldu, OrderedSet, Tracked, Update};
 

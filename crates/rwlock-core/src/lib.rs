@@ -10,6 +10,13 @@
 //!   [`PfTicket`] (Brandenburg-Anderson PF-T), [`PfQueue`] (PF-Q, the "BA" of
 //!   the BRAVO paper), [`BrLock`] (one sub-lock per CPU) and [`PthreadRwLock`]
 //!   (an adapter over `pthread_rwlock_t`, for comparison and wrapping).
+//! - [`Restricted`]: concurrency restriction (GCR) over any lock, so that a
+//!   lock with FIFO hand-offs does not collapse when threads outnumber the
+//!   cores. The crate-root names of the three algorithms are restricted
+//!   ([`PfTicket`] is `Restricted<pf_ticket::PfTicket>`): robust by
+//!   default. The algorithms alone, for measurement or a model, are the
+//!   modules' types ([`pf_ticket::PfTicket`], [`pf_queue::PfQueue`],
+//!   [`brlock::BrLock`]).
 //!
 //! ```
 //! use rwlock_core::{PfQueue, PfTicket, BrLock, PthreadRwLock};
@@ -49,13 +56,25 @@ pub mod pf_ticket;
 mod phase_fair;
 #[cfg(not(loom))]
 pub mod pthread;
+pub mod restricted;
 
 #[cfg(all(any(test, feature = "testing"), not(loom)))]
 pub mod testing;
 
-pub use brlock::BrLock;
 pub use crossbeam_utils::CachePadded;
-pub use pf_queue::PfQueue;
-pub use pf_ticket::PfTicket;
+
+/// PF-T ([`pf_ticket::PfTicket`]) with its writers restricted to the
+/// running CPUs ([`Restricted`]): the same lock where threads ≤ cores, no
+/// collapse where they are not.
+pub type PfTicket<W = wait::DefaultWait> = Restricted<pf_ticket::PfTicket<W>>;
+
+/// PF-Q ([`pf_queue::PfQueue`]) with its writers restricted to the running
+/// CPUs ([`Restricted`]).
+pub type PfQueue<W = wait::DefaultWait> = Restricted<pf_queue::PfQueue<W>>;
+
+/// The per-CPU brlock ([`brlock::BrLock`]) with its writers restricted to
+/// the running CPUs ([`Restricted`]).
+pub type BrLock<W = wait::DefaultWait> = Restricted<brlock::BrLock<W>>;
 #[cfg(not(loom))]
 pub use pthread::PthreadRwLock;
+pub use restricted::Restricted;

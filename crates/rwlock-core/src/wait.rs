@@ -134,8 +134,14 @@ impl<W: WaitPolicy> Backoff<W> {
                 spin_loop();
             }
         } else if self.step - W::SPIN_ROUNDS < W::YIELD_ROUNDS || !W::PARK {
+            if self.step == W::SPIN_ROUNDS {
+                note_deep_wait();
+            }
             yield_now();
         } else {
+            if W::YIELD_ROUNDS == 0 && self.step == W::SPIN_ROUNDS {
+                note_deep_wait();
+            }
             return Snooze::Park;
         }
         self.step = self.step.saturating_add(1);
@@ -150,6 +156,40 @@ impl<W: WaitPolicy> Backoff<W> {
         }
         W::PARK && self.step >= W::SPIN_ROUNDS.saturating_add(W::YIELD_ROUNDS)
     }
+}
+
+std::thread_local! {
+    /// Set when a wait of this thread outlasted its spinning (see
+    /// [`take_deep_wait`]).
+    static DEEP_WAIT: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+}
+
+/// Whether a wait of the calling thread went past spinning into yielding
+/// or parking since the last call (which clears the flag). A wait goes
+/// deep when the thread it waits for does not finish within a few
+/// microseconds: its critical section is long, or it is not running,
+/// which is the rule when threads outnumber cores.
+/// [`Restricted`](crate::Restricted) reads it after each acquisition to
+/// decide whether to restrict concurrency (a deep wait in another lock
+/// since the last check counts too: a false alarm costs one engagement,
+/// which then lapses).
+#[inline(always)]
+pub fn take_deep_wait() -> bool {
+    DEEP_WAIT.with(|d| {
+        if d.get() {
+            d.set(false);
+            true
+        } else {
+            false
+        }
+    })
+}
+
+/// Records a deep wait of the calling thread (every [`Backoff`] does on
+/// its first yield; a lock that waits by other means calls it itself).
+#[inline]
+pub fn note_deep_wait() {
+    DEEP_WAIT.with(|d| d.set(true));
 }
 
 /// Spins with `W` until `ready()` holds, never parking (the caller has no way

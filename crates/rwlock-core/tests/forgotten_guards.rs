@@ -6,7 +6,7 @@
 #![cfg(not(loom))]
 
 use lock_api::RwLock;
-use rwlock_core::{BrLock, PfQueue, PfTicket};
+use rwlock_core::{BrLock, PfQueue, PfTicket, Restricted, brlock};
 
 fn forget_2_pow_24_readers<R: lock_api::RawRwLock>(lock: &RwLock<R, u64>) {
     let live = lock.read();
@@ -34,7 +34,7 @@ fn pf_queue_reader_count_does_not_wrap() {
 #[test]
 fn brlock_reader_count_does_not_wrap() {
     forget_2_pow_24_readers(&RwLock::<BrLock, u64>::from_raw(
-        BrLock::with_sub_locks(1),
+        Restricted::new(brlock::BrLock::with_sub_locks(1)),
         0,
     ));
 }

@@ -1,0 +1,905 @@
+//! [`Restricted<L>`]: concurrency restriction for any lock.
+//!
+//! Dice & Kogan, *Avoiding Scalability Collapse by Restricting Concurrency*
+//! (GCR, Euro-Par 2019, arXiv 1905.10818), observe that a lock whose
+//! threads outnumber the cores collapses: a FIFO hand-off (a ticket, a
+//! queue, a phase-fair turn) gives the lock to a waiter that is
+//! descheduled, and every thread behind it waits a time slice. GCR wraps
+//! any lock and keeps the set of threads that contend for it (the *active*
+//! set) at about the number of running CPUs; the surplus waits in a
+//! *passive* queue, asleep, and is promoted into the active set now and
+//! then for long-term fairness (GCR Section 3, Figure 2). This module does
+//! the same for the workspace's locks, with three departures that keep it
+//! free where the papers' locks are already fast:
+//!
+//! - **Writers are restricted, readers are not.** A reader-writer lock's
+//!   collapse comes from its exclusive hand-offs: readers share the lock,
+//!   and a reader waits only behind a writer's phase. With the writers
+//!   circulating kept to the running CPUs, a writer's turn goes to a
+//!   thread that runs, and the readers' phases follow it. So
+//!   `lock_exclusive` and `lock_upgradable` (and a mutex's `lock`) go
+//!   through the gate; `lock_shared` is `L`'s, untouched. A lock whose
+//!   readers take a mutex (C-RW-NP's readers take its writer mutex) is
+//!   restricted by restricting that mutex (the cohort crate does).
+//! - **Only waiters are restricted.** The active set is the threads
+//!   *waiting inside `L`*, never the holders: an admitted thread leaves it
+//!   as soon as it holds `L`, so holders need no per-acquisition state,
+//!   the guards are `L`'s own and every release is `L`'s release.
+//! - **Engaged on evidence.** Until some waiter of `L` had to yield or park
+//!   (the [`wait`] module records such *deep waits* per
+//!   thread; every lock of the workspace waits through it), a blocking
+//!   acquisition is `L`'s own, followed by one thread-local read. A deep
+//!   wait engages the gate; from then on an acquisition first tries `L`
+//!   and, if that fails, goes through admission. After [`DISENGAGE_AFTER`]
+//!   admissions in a row that found nobody passive, the gate disengages.
+//!   A lock whose waiters never go deep (threads ≤ cores, short critical
+//!   sections) so never pays for the gate beyond one load of a line that
+//!   no acquisition writes.
+//!
+//! # The gate
+//!
+//! ```text
+//!  word:  [ streak (31 bits) | ENGAGED | active (32 bits) ]
+//!  head, tail: passive-queue tickets (FIFO)
+//! ```
+//!
+//! Engaged slow path (GCR's `Lock`, Figure 2 lines 1–20): if
+//! `active < limit`, `active += 1` (one CAS) and acquire `L`; otherwise
+//! take a passive ticket and sleep until it is the queue's head (the
+//! *standby*). The standby polls, asleep between polls ([`POLL`]), for
+//! `active < limit`, and after [`PATIENCE`] forces its way in
+//! (`active += 1` even at the limit: GCR's periodic promotion, its
+//! `numAcqs % THRESHOLD` check). Either way it advances `head` and wakes
+//! the next ticket. Having acquired `L`, the thread does `active -= 1`.
+//! Threads coming back to the lock in a tight loop keep finding a free
+//! slot and bypass the passive queue (GCR's short-term unfairness, which
+//! is where the throughput comes from); the forced promotions bound the
+//! bypass.
+//!
+//! `limit` is the number of CPUs the process may run on
+//! ([`std::thread::available_parallelism`], which honours affinity masks
+//! and cgroup quotas), at least 1, unless a lock is built with
+//! [`Restricted::with_limit`].
+//!
+//! # Guarantees
+//!
+//! - Mutual exclusion, reader sharing, and every ordering are `L`'s: the
+//!   gate only delays threads before they call into `L`.
+//! - With no more waiting writers than `limit` nobody is ever passive, so
+//!   `L`'s fairness holds unchanged (phase fairness for PF-T and PF-Q, the
+//!   cohort hand-off bound, writer or reader preference).
+//! - With more, `L`'s fairness holds among the admitted waiters; a passive
+//!   thread is admitted at the latest [`PATIENCE`] after it became the
+//!   head of the passive queue, so one that finds `q` threads ahead of it
+//!   waits about `(q + 1) × PATIENCE` beyond `L`'s own wait, at most. No
+//!   thread starves, and restriction adds no deadlock: a passive wait
+//!   always ends, whatever the holders do.
+//! - Try forms never wait in the gate (they do not wait at all); timed
+//!   forms wait in it no longer than their deadline (they poll for room
+//!   instead of taking a ticket, so giving up leaves the queue intact).
+//! - Inside a loom model the gate never engages (its passive queue sleeps
+//!   on the clock): the models check `L`'s protocols.
+//!
+//! # Orderings
+//!
+//! The gate is a scheduler; it protects no data, so its counters are
+//! Relaxed, except the passive queue's hand-over (Release on `head`,
+//! Acquire where the next standby reads it) and the wake-up protocol,
+//! whose re-check runs under parking_lot's bucket lock (the store it tests
+//! precedes the `unpark_filter` on the same key, which takes that lock).
+
+use core::fmt;
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use lock_api::{
+    RawMutex, RawMutexFair, RawMutexTimed, RawRwLock, RawRwLockDowngrade, RawRwLockFair,
+    RawRwLockTimed, RawRwLockUpgrade, RawRwLockUpgradeDowngrade, RawRwLockUpgradeTimed,
+};
+
+use crate::wait;
+
+const ACTIVE_MASK: u64 = 0xffff_ffff;
+const ENGAGED: u64 = 1 << 32;
+const STREAK_SHIFT: u32 = 33;
+const STREAK_ONE: u64 = 1 << STREAK_SHIFT;
+
+/// Engaged admissions in a row that found the passive queue empty before
+/// the gate disengages.
+pub const DISENGAGE_AFTER: u64 = 4096;
+
+/// How often the passive queue's head looks for a free slot (it sleeps in
+/// between: nobody wakes it when a slot frees, which in a busy lock would
+/// cost a system call per acquisition).
+pub const POLL: Duration = Duration::from_micros(100);
+
+/// How long the passive queue's head waits for a free slot before it
+/// forces its way in (GCR's periodic promotion: long-term fairness).
+pub const PATIENCE: Duration = Duration::from_millis(1);
+
+/// The process's default limit: the CPUs it may run on.
+fn default_limit() -> u32 {
+    use std::sync::OnceLock;
+    static LIMIT: OnceLock<u32> = OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        std::thread::available_parallelism().map_or(1, |n| n.get().min(u32::MAX as usize) as u32)
+    })
+}
+
+/// The admission gate of one [`Restricted`] lock, on a cache line of its
+/// own: every blocking acquisition reads `word` (is the gate engaged?),
+/// and in a line that `L`'s operations keep writing that read would cost
+/// a second coherence transaction per contended acquisition.
+#[repr(align(64))]
+struct Gate {
+    /// `active | ENGAGED | streak` (see the module docs).
+    word: AtomicU64,
+    /// Passive tickets served (the standby's ticket).
+    head: AtomicU32,
+    /// Passive tickets handed out.
+    tail: AtomicU32,
+    /// 0: the process's default (the CPUs it may run on).
+    limit: u32,
+}
+
+/// Concurrency restriction over the lock `L` (a reader-writer lock or a
+/// mutex); see the [module docs](self).
+///
+/// ```
+/// use rwlock_core::{Restricted, pf_ticket};
+/// type RwLock<T> = lock_api::RwLock<Restricted<pf_ticket::PfTicket>, T>;
+/// let lock = RwLock::new(1);
+/// *lock.write() += 1;
+/// assert_eq!(*lock.read(), 2);
+/// ```
+pub struct Restricted<L> {
+    gate: Gate,
+    inner: L,
+}
+
+impl<L> Restricted<L> {
+    /// `inner` behind a gate that admits as many waiters as the process
+    /// has CPUs.
+    pub const fn new(inner: L) -> Self {
+        Self::with_limit(inner, 0)
+    }
+
+    /// `inner` behind a gate that admits at most `limit` waiters at a time
+    /// once engaged (0: as many as the process has CPUs).
+    pub const fn with_limit(inner: L, limit: u32) -> Self {
+        Restricted {
+            gate: Gate {
+                word: AtomicU64::new(0),
+                head: AtomicU32::new(0),
+                tail: AtomicU32::new(0),
+                limit,
+            },
+            inner,
+        }
+    }
+
+    /// The wrapped lock. Acquiring it directly bypasses the gate (which is
+    /// always safe: the gate only schedules).
+    pub fn inner(&self) -> &L {
+        &self.inner
+    }
+
+    /// Whether the gate is engaged now (a snapshot).
+    pub fn is_engaged(&self) -> bool {
+        // Relaxed: a snapshot.
+        self.gate.word.load(Ordering::Relaxed) & ENGAGED != 0
+    }
+
+    /// Threads waiting in the passive queue now (a snapshot).
+    pub fn passive_waiters(&self) -> u32 {
+        // Relaxed: a snapshot.
+        let tail = self.gate.tail.load(Ordering::Relaxed);
+        tail.wrapping_sub(self.gate.head.load(Ordering::Relaxed))
+    }
+
+    /// A blocking acquisition of the inner lock through the gate:
+    /// `acquire` is `L`'s blocking form, `try_acquire` its try form. Lock
+    /// traits that this module does not implement (a crate's own mutex
+    /// trait) restrict their acquisitions with it.
+    #[inline]
+    pub fn acquire<G>(
+        &self,
+        try_acquire: impl FnOnce(&L) -> Option<G>,
+        acquire: impl FnOnce(&L) -> G,
+    ) -> G {
+        if cfg!(loom) {
+            return acquire(&self.inner);
+        }
+        if !self.engaged_hint() {
+            let g = acquire(&self.inner);
+            if wait::take_deep_wait() {
+                self.engage();
+            }
+            return g;
+        }
+        match try_acquire(&self.inner) {
+            Some(g) => g,
+            None => self.admitted(acquire),
+        }
+    }
+
+    /// As [`acquire`](Self::acquire) with a deadline: `acquire_until` is
+    /// `L`'s timed form; `None` if neither admission nor `L` came before
+    /// the deadline.
+    pub fn acquire_until<G>(
+        &self,
+        deadline: Instant,
+        try_acquire: impl FnOnce(&L) -> Option<G>,
+        acquire_until: impl FnOnce(&L, Instant) -> Option<G>,
+    ) -> Option<G> {
+        if cfg!(loom) || !self.engaged_hint() {
+            let g = acquire_until(&self.inner, deadline);
+            if wait::take_deep_wait() {
+                self.engage();
+            }
+            return g;
+        }
+        if let Some(g) = try_acquire(&self.inner) {
+            return Some(g);
+        }
+        if !self.admit_until(deadline) {
+            return None;
+        }
+        let _admitted = Admitted(&self.gate);
+        acquire_until(&self.inner, deadline)
+    }
+
+    #[inline]
+    fn limit(&self) -> u64 {
+        u64::from(if self.gate.limit == 0 {
+            default_limit()
+        } else {
+            self.gate.limit
+        })
+    }
+
+    /// Whether the gate is engaged (a hint: admission re-reads the word).
+    #[inline(always)]
+    fn engaged_hint(&self) -> bool {
+        // Relaxed: a hint (module docs).
+        self.gate.word.load(Ordering::Relaxed) & ENGAGED != 0
+    }
+
+    /// The engaged slow path: admission (active or passive), then `L`'s
+    /// blocking acquisition, then leaving the active set.
+    #[cold]
+    fn admitted<G>(&self, acquire: impl FnOnce(&L) -> G) -> G {
+        if !self.try_admit(false) {
+            self.admit_passive();
+        }
+        // Leaves the active set once `L` is held, or if `acquire` panics.
+        let _admitted = Admitted(&self.gate);
+        acquire(&self.inner)
+    }
+
+    #[cold]
+    fn engage(&self) {
+        // Relaxed: the gate protects no data (module docs).
+        self.gate.word.fetch_or(ENGAGED, Ordering::Relaxed);
+    }
+
+    /// One admission attempt (`force`: even at the limit).
+    fn try_admit(&self, force: bool) -> bool {
+        let limit = self.limit();
+        // Relaxed: the CAS below re-reads it.
+        let mut w = self.gate.word.load(Ordering::Relaxed);
+        loop {
+            if !force && w & ACTIVE_MASK >= limit {
+                return false;
+            }
+            let streak = w >> STREAK_SHIFT;
+            let next = if force || self.passive_waiters() != 0 {
+                // Somebody needed the passive queue: start a new streak.
+                (w & (ACTIVE_MASK | ENGAGED)) + 1
+            } else if streak + 1 >= DISENGAGE_AFTER {
+                // Nobody needed it for a long while: disengage.
+                (w & ACTIVE_MASK) + 1
+            } else {
+                w + 1 + STREAK_ONE
+            };
+            // Relaxed: the gate protects no data (module docs).
+            match self.gate.word.compare_exchange_weak(
+                w,
+                next,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => w = now,
+            }
+        }
+    }
+
+    /// The passive queue: sleep until this thread's ticket is the head,
+    /// then, as the standby, poll for room (forcing the way in after
+    /// `PATIENCE`), then hand the head role to the next ticket.
+    #[cold]
+    fn admit_passive(&self) {
+        // Relaxed: ticket numbers only; the hand-over below orders.
+        let ticket = self.gate.tail.fetch_add(1, Ordering::Relaxed);
+        let key = &self.gate.head as *const AtomicU32 as usize;
+        // Acquire: pairs with the Release hand-over below.
+        while self.gate.head.load(Ordering::Acquire) != ticket {
+            // SAFETY: the key is an address inside this lock, which
+            // outlives its waiters; validate (one load) neither panics nor
+            // calls into parking_lot; the token is our ticket, which
+            // `handover` unparks by.
+            unsafe {
+                parking_lot_core::park(
+                    key,
+                    || self.gate.head.load(Ordering::Relaxed) != ticket,
+                    || {},
+                    |_, _| {},
+                    parking_lot_core::ParkToken(ticket as usize),
+                    None,
+                );
+            }
+        }
+        let forced_at = Instant::now() + PATIENCE;
+        while !self.try_admit(false) {
+            let now = Instant::now();
+            if now >= forced_at {
+                self.try_admit(true);
+                break;
+            }
+            // Nobody wakes the standby when room appears (module docs).
+            std::thread::sleep(POLL.min(forced_at - now));
+        }
+        self.handover(ticket, key);
+    }
+
+    /// Admission for a timed acquisition: polls for room like the standby
+    /// (without a ticket, so that giving up at the deadline leaves the
+    /// passive queue intact), forcing the way in after `PATIENCE`; `false`
+    /// once the deadline has passed.
+    #[cold]
+    fn admit_until(&self, deadline: Instant) -> bool {
+        let forced_at = Instant::now() + PATIENCE;
+        loop {
+            if self.try_admit(false) {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            if now >= forced_at {
+                return self.try_admit(true);
+            }
+            std::thread::sleep(POLL.min(forced_at - now).min(deadline - now));
+        }
+    }
+
+    /// Passes the head role from `ticket` to the next ticket and wakes it.
+    fn handover(&self, ticket: u32, key: usize) {
+        let next = ticket.wrapping_add(1);
+        // Release: pairs with the next standby's Acquire load; the store
+        // precedes the unpark, which takes the bucket lock its validate
+        // runs under.
+        self.gate.head.store(next, Ordering::Release);
+        // Relaxed: a snapshot; a ticket taken after it finds `head` equal
+        // to itself without sleeping.
+        if self.gate.tail.load(Ordering::Relaxed) != next {
+            // SAFETY: our own key; the filter and callback do not panic.
+            unsafe {
+                parking_lot_core::unpark_filter(
+                    key,
+                    |token| {
+                        if token.0 == next as usize {
+                            parking_lot_core::FilterOp::Unpark
+                        } else {
+                            parking_lot_core::FilterOp::Skip
+                        }
+                    },
+                    |_| parking_lot_core::DEFAULT_UNPARK_TOKEN,
+                );
+            }
+        }
+    }
+}
+
+/// An admitted waiter: leaves the active set when dropped (once it holds
+/// `L`, or if `L`'s acquisition panics).
+struct Admitted<'a>(&'a Gate);
+
+impl Drop for Admitted<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        // Relaxed: the gate protects no data (module docs).
+        self.0.word.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl<L: Default> Default for Restricted<L> {
+    fn default() -> Self {
+        Self::new(L::default())
+    }
+}
+
+impl<L: fmt::Debug> fmt::Debug for Restricted<L> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Relaxed: a snapshot for display.
+        let w = self.gate.word.load(Ordering::Relaxed);
+        f.debug_struct("Restricted")
+            .field("engaged", &(w & ENGAGED != 0))
+            .field("active", &(w & ACTIVE_MASK))
+            .field("passive", &self.passive_waiters())
+            .field("inner", &self.inner)
+            .finish()
+    }
+}
+
+/// `Some(deadline)`, or `None` where `now + timeout` overflows (the caller
+/// then waits without one, as lock_api's own timed forms do).
+fn deadline_after(timeout: Duration) -> Option<Instant> {
+    Instant::now().checked_add(timeout)
+}
+
+// SAFETY: every acquisition and release is `L`'s (the gate only delays a
+// thread before it calls into `L`), so `L`'s exclusion and orderings hold.
+unsafe impl<L: RawRwLock> RawRwLock for Restricted<L> {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = Self::new(L::INIT);
+
+    type SharedGuard = L::SharedGuard;
+    type ExclusiveGuard = L::ExclusiveGuard;
+
+    #[inline]
+    fn lock_shared(&self) -> Self::SharedGuard {
+        self.inner.lock_shared()
+    }
+
+    #[inline]
+    fn try_lock_shared(&self) -> Option<Self::SharedGuard> {
+        self.inner.try_lock_shared()
+    }
+
+    #[inline]
+    unsafe fn unlock_shared(&self, guard: Self::SharedGuard) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.inner.unlock_shared(guard) }
+    }
+
+    #[inline]
+    fn lock_exclusive(&self) -> Self::ExclusiveGuard {
+        self.acquire(L::try_lock_exclusive, L::lock_exclusive)
+    }
+
+    #[inline]
+    fn try_lock_exclusive(&self) -> Option<Self::ExclusiveGuard> {
+        self.inner.try_lock_exclusive()
+    }
+
+    #[inline]
+    unsafe fn unlock_exclusive(&self, guard: Self::ExclusiveGuard) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.inner.unlock_exclusive(guard) }
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        self.inner.is_locked()
+    }
+
+    #[inline]
+    fn is_locked_exclusive(&self) -> bool {
+        self.inner.is_locked_exclusive()
+    }
+}
+
+// SAFETY: `L`'s fair releases; the provided bumps go through
+// `lock_shared`/`lock_exclusive` above.
+unsafe impl<L: RawRwLockFair> RawRwLockFair for Restricted<L> {
+    unsafe fn unlock_shared_fair(&self, guard: Self::SharedGuard) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.inner.unlock_shared_fair(guard) }
+    }
+
+    unsafe fn unlock_exclusive_fair(&self, guard: Self::ExclusiveGuard) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.inner.unlock_exclusive_fair(guard) }
+    }
+}
+
+// SAFETY: `L`'s downgrade.
+unsafe impl<L: RawRwLockDowngrade> RawRwLockDowngrade for Restricted<L> {
+    #[inline]
+    unsafe fn downgrade(&self, guard: Self::ExclusiveGuard) -> Self::SharedGuard {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.inner.downgrade(guard) }
+    }
+}
+
+// SAFETY: `L`'s timed acquisitions (writes after admission within the
+// deadline).
+unsafe impl<L> RawRwLockTimed for Restricted<L>
+where
+    L: RawRwLockTimed<Duration = Duration, Instant = Instant>,
+{
+    type Duration = Duration;
+    type Instant = Instant;
+
+    fn try_lock_shared_for(&self, timeout: Duration) -> Option<Self::SharedGuard> {
+        self.inner.try_lock_shared_for(timeout)
+    }
+
+    fn try_lock_shared_until(&self, deadline: Instant) -> Option<Self::SharedGuard> {
+        self.inner.try_lock_shared_until(deadline)
+    }
+
+    fn try_lock_exclusive_for(&self, timeout: Duration) -> Option<Self::ExclusiveGuard> {
+        match deadline_after(timeout) {
+            Some(deadline) => self.try_lock_exclusive_until(deadline),
+            None => Some(self.lock_exclusive()),
+        }
+    }
+
+    fn try_lock_exclusive_until(&self, deadline: Instant) -> Option<Self::ExclusiveGuard> {
+        self.acquire_until(deadline, L::try_lock_exclusive, L::try_lock_exclusive_until)
+    }
+}
+
+// SAFETY: `L`'s upgradable acquisitions (admitted like the writes) and
+// upgrades (which wait inside `L` for readers, holding it: not restricted).
+unsafe impl<L: RawRwLockUpgrade> RawRwLockUpgrade for Restricted<L> {
+    type UpgradableGuard = L::UpgradableGuard;
+
+    fn lock_upgradable(&self) -> Self::UpgradableGuard {
+        self.acquire(L::try_lock_upgradable, L::lock_upgradable)
+    }
+
+    fn try_lock_upgradable(&self) -> Option<Self::UpgradableGuard> {
+        self.inner.try_lock_upgradable()
+    }
+
+    unsafe fn unlock_upgradable(&self, guard: Self::UpgradableGuard) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.inner.unlock_upgradable(guard) }
+    }
+
+    unsafe fn upgrade(&self, guard: Self::UpgradableGuard) -> Self::ExclusiveGuard {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.inner.upgrade(guard) }
+    }
+
+    unsafe fn try_upgrade(
+        &self,
+        guard: Self::UpgradableGuard,
+    ) -> Result<Self::ExclusiveGuard, Self::UpgradableGuard> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.inner.try_upgrade(guard) }
+    }
+}
+
+// SAFETY: `L`'s.
+unsafe impl<L: RawRwLockUpgradeDowngrade> RawRwLockUpgradeDowngrade for Restricted<L> {
+    unsafe fn downgrade_upgradable(&self, guard: Self::UpgradableGuard) -> Self::SharedGuard {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.inner.downgrade_upgradable(guard) }
+    }
+
+    unsafe fn downgrade_to_upgradable(&self, guard: Self::ExclusiveGuard) -> Self::UpgradableGuard {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.inner.downgrade_to_upgradable(guard) }
+    }
+}
+
+// SAFETY: as `RawRwLockUpgrade` and `RawRwLockTimed`.
+unsafe impl<L> RawRwLockUpgradeTimed for Restricted<L>
+where
+    L: RawRwLockUpgradeTimed + RawRwLockTimed<Duration = Duration, Instant = Instant>,
+{
+    fn try_lock_upgradable_for(&self, timeout: Duration) -> Option<Self::UpgradableGuard> {
+        match deadline_after(timeout) {
+            Some(deadline) => self.try_lock_upgradable_until(deadline),
+            None => Some(self.lock_upgradable()),
+        }
+    }
+
+    fn try_lock_upgradable_until(&self, deadline: Instant) -> Option<Self::UpgradableGuard> {
+        self.acquire_until(
+            deadline,
+            L::try_lock_upgradable,
+            L::try_lock_upgradable_until,
+        )
+    }
+
+    unsafe fn try_upgrade_for(
+        &self,
+        guard: Self::UpgradableGuard,
+        timeout: Duration,
+    ) -> Result<Self::ExclusiveGuard, Self::UpgradableGuard> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.inner.try_upgrade_for(guard, timeout) }
+    }
+
+    unsafe fn try_upgrade_until(
+        &self,
+        guard: Self::UpgradableGuard,
+        deadline: Instant,
+    ) -> Result<Self::ExclusiveGuard, Self::UpgradableGuard> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.inner.try_upgrade_until(guard, deadline) }
+    }
+}
+
+// SAFETY: every acquisition and release is `L`'s (the gate only delays a
+// thread before it calls `L::lock`).
+unsafe impl<M: RawMutex> RawMutex for Restricted<M> {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = Self::new(M::INIT);
+
+    type Guard = M::Guard;
+
+    #[inline]
+    fn lock(&self) -> Self::Guard {
+        self.acquire(M::try_lock, M::lock)
+    }
+
+    #[inline]
+    fn try_lock(&self) -> Option<Self::Guard> {
+        self.inner.try_lock()
+    }
+
+    #[inline]
+    unsafe fn unlock(&self, guard: Self::Guard) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.inner.unlock(guard) }
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        self.inner.is_locked()
+    }
+}
+
+// SAFETY: `M`'s fair release; the provided bump goes through `lock`.
+unsafe impl<M: RawMutexFair> RawMutexFair for Restricted<M> {
+    unsafe fn unlock_fair(&self, guard: Self::Guard) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.inner.unlock_fair(guard) }
+    }
+}
+
+// SAFETY: `M`'s timed acquisition after admission within the deadline.
+unsafe impl<M> RawMutexTimed for Restricted<M>
+where
+    M: RawMutexTimed<Duration = Duration, Instant = Instant>,
+{
+    type Duration = Duration;
+    type Instant = Instant;
+
+    fn try_lock_for(&self, timeout: Duration) -> Option<Self::Guard> {
+        match deadline_after(timeout) {
+            Some(deadline) => self.try_lock_until(deadline),
+            None => Some(self.lock()),
+        }
+    }
+
+    fn try_lock_until(&self, deadline: Instant) -> Option<Self::Guard> {
+        self.acquire_until(deadline, M::try_lock, M::try_lock_until)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::pf_ticket::PfTicket;
+    use crate::testing;
+    use std::sync::atomic::AtomicBool;
+
+    type Pft = Restricted<PfTicket>;
+
+    /// Aborts the test process with `what` unless dropped within `secs`
+    /// (a lost passive-queue wake-up hangs a thread for good: make that a
+    /// failure with a message instead of a silent CI timeout).
+    fn watchdog(secs: u64, what: &'static str) -> impl Drop {
+        struct Disarm(std::sync::mpsc::Sender<()>);
+        impl Drop for Disarm {
+            fn drop(&mut self) {
+                let _ = self.0.send(());
+            }
+        }
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                rx.recv_timeout(Duration::from_secs(secs))
+            {
+                eprintln!("watchdog: {what} did not finish in {secs} s");
+                std::process::abort();
+            }
+        });
+        Disarm(tx)
+    }
+
+    #[test]
+    fn footprint_is_inner_plus_a_line() {
+        assert_eq!(core::mem::size_of::<Pft>(), 128);
+        assert_eq!(core::mem::align_of::<Pft>(), 64);
+    }
+
+    #[test]
+    fn semantics_of_the_wrapped_lock() {
+        let lock = Pft::INIT;
+        testing::check_try_lock(&lock);
+        testing::check_downgrade(&lock);
+        testing::check_panic_releases(&lock_api::RwLock::<Pft, u64>::new(0));
+        testing::check_try_forms(&lock, Duration::from_millis(250));
+    }
+
+    /// A thread whose wait went deep engages the gate; a long streak of
+    /// admissions with nobody passive disengages it.
+    #[test]
+    fn deep_waits_engage_and_quiet_streaks_disengage() {
+        let lock = Pft::INIT;
+        assert!(!lock.is_engaged());
+        let w = lock.lock_exclusive();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                // Waits far longer than the spin phase: deep.
+                let g = lock.lock_exclusive();
+                // SAFETY: our write.
+                unsafe { lock.unlock_exclusive(g) };
+            });
+            std::thread::sleep(Duration::from_millis(20));
+            // SAFETY: our write.
+            unsafe { lock.unlock_exclusive(w) };
+        });
+        assert!(lock.is_engaged(), "a deep wait did not engage the gate");
+        // Engaged slow paths with room and nobody passive count a streak;
+        // drive them through the private slow path directly.
+        for _ in 0..DISENGAGE_AFTER {
+            let g = lock.admitted(PfTicket::lock_shared);
+            // SAFETY: our read.
+            unsafe { lock.unlock_shared(g) };
+        }
+        assert!(
+            !lock.is_engaged(),
+            "a quiet streak did not disengage the gate"
+        );
+        // Relaxed: single-threaded now.
+        assert_eq!(lock.gate.word.load(Ordering::Relaxed) & ACTIVE_MASK, 0);
+    }
+
+    /// With a limit of one and the gate engaged, waiters beyond the first
+    /// go passive (the queue's head is forced in after each PATIENCE, so
+    /// the queue drains slowly even while the lock stays held), and every
+    /// one of them gets in.
+    #[test]
+    fn surplus_waiters_go_passive_and_all_get_in() {
+        let _watchdog = watchdog(30, "surplus_waiters_go_passive_and_all_get_in");
+        let lock = Restricted::with_limit(PfTicket::<crate::wait::DefaultWait>::new(), 1);
+        lock.engage();
+        let w = lock.lock_exclusive();
+        let done = AtomicBool::new(false);
+        let mut seen_passive = 0;
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..6)
+                .map(|_| {
+                    s.spawn(|| {
+                        let g = lock.lock_exclusive();
+                        // SAFETY: our write.
+                        unsafe { lock.unlock_exclusive(g) };
+                    })
+                })
+                .collect();
+            let t0 = Instant::now();
+            while seen_passive < 3 && t0.elapsed() < Duration::from_secs(10) {
+                seen_passive = seen_passive.max(lock.passive_waiters());
+                std::thread::yield_now();
+            }
+            // SAFETY: our write.
+            unsafe { lock.unlock_exclusive(w) };
+            for h in handles {
+                h.join().unwrap();
+            }
+            done.store(true, Ordering::Relaxed);
+        });
+        assert!(
+            seen_passive >= 3,
+            "at most {seen_passive} of 6 waiters went passive"
+        );
+        assert_eq!(lock.passive_waiters(), 0);
+        // Relaxed: every thread was joined.
+        assert_eq!(lock.gate.word.load(Ordering::Relaxed) & ACTIVE_MASK, 0);
+        assert!(!lock.is_locked());
+    }
+
+    /// The passive queue's head gets in within PATIENCE (plus scheduling)
+    /// even while an admitted waiter occupies the only slot for good.
+    #[test]
+    fn a_passive_head_is_promoted_within_its_patience() {
+        let lock = Restricted::with_limit(PfTicket::<crate::wait::DefaultWait>::new(), 1);
+        lock.engage();
+        // Occupy the only slot without ever leaving it.
+        assert!(lock.try_admit(false));
+        // The slow path (the lock itself is free): passive, then forced in.
+        let t0 = Instant::now();
+        let g = lock.admitted(PfTicket::lock_shared);
+        let took = t0.elapsed();
+        // SAFETY: our read.
+        unsafe { lock.unlock_shared(g) };
+        assert!(
+            took >= PATIENCE && took < PATIENCE + Duration::from_millis(500),
+            "promoted after {took:?}, patience {PATIENCE:?}"
+        );
+        // Relaxed: single-threaded; our own slot is still taken.
+        assert_eq!(lock.gate.word.load(Ordering::Relaxed) & ACTIVE_MASK, 1);
+    }
+
+    /// A panic inside `L`'s acquisition leaves the active set balanced.
+    #[test]
+    fn a_panicking_acquisition_leaves_the_active_set() {
+        let lock = Pft::INIT;
+        lock.engage();
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            lock.admitted(|_: &PfTicket| -> () {
+                panic!("acquisition panicked (expected by this test)")
+            })
+        }));
+        assert!(outcome.is_err());
+        // Relaxed: single-threaded.
+        assert_eq!(lock.gate.word.load(Ordering::Relaxed) & ACTIVE_MASK, 0);
+    }
+
+    /// A mutex behind the gate: waiters beyond the limit go passive, every
+    /// one gets in, mutual exclusion holds (a counter bumped non-atomically
+    /// under the lock), and reads of a reader-writer lock skip the gate.
+    #[test]
+    fn a_restricted_mutex_admits_every_waiter() {
+        let _watchdog = watchdog(30, "a_restricted_mutex_admits_every_waiter");
+        let m = lock_api::Mutex::<Restricted<parking_lot::RawMutex>, u64>::from_raw(
+            Restricted::with_limit(parking_lot::RawMutex::INIT, 1),
+            0,
+        );
+        // SAFETY: `raw` is only used to engage the gate.
+        unsafe { m.raw() }.engage();
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    for _ in 0..2_000 {
+                        let mut g = m.lock();
+                        let v = *g;
+                        std::hint::black_box(&mut *g);
+                        *g = v + 1;
+                    }
+                });
+            }
+        });
+        assert_eq!(*m.lock(), 16_000);
+        // SAFETY: as above.
+        let raw = unsafe { m.raw() };
+        assert_eq!(raw.passive_waiters(), 0);
+        // Relaxed: every thread was joined.
+        assert_eq!(raw.gate.word.load(Ordering::Relaxed) & ACTIVE_MASK, 0);
+
+        let rw = Restricted::with_limit(PfTicket::<crate::wait::DefaultWait>::new(), 1);
+        rw.engage();
+        assert!(rw.try_admit(false), "the only slot");
+        // Reads do not wait for a slot (this would take PATIENCE if they did).
+        let t0 = Instant::now();
+        for _ in 0..100 {
+            let g = rw.lock_shared();
+            // SAFETY: our read.
+            unsafe { rw.unlock_shared(g) };
+        }
+        assert!(t0.elapsed() < PATIENCE * 50, "reads went through the gate");
+    }
+
+    #[test]
+    fn stress_at_1_2_8_and_64_threads() {
+        let lock = Pft::INIT;
+        testing::stress_1_2_8_and_downgrade(&lock);
+        let mut cfg = testing::StressConfig::new(64);
+        cfg.ops_per_thread = 2_000;
+        testing::stress(&lock, &cfg);
+        // Oversubscribed: the gate engaged, and with a limit of one.
+        let lock = Restricted::with_limit(PfTicket::<crate::wait::DefaultWait>::new(), 1);
+        testing::stress(&lock, &cfg);
+    }
+}
