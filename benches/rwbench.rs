@@ -2,7 +2,7 @@
 //! peers, on the papers' workloads.
 //!
 //! ```text
-//! cargo bench --bench rwbench                       # defaults: about 70 s on 2 cores
+//! cargo bench --bench rwbench                       # defaults: about 200 s on 2 cores
 //! cargo bench --bench rwbench -- --help
 //! cargo bench --bench rwbench -- --threads 1,2,4,8,16 --write 2,20 --locks pf_q,parking_lot
 //! cargo bench --bench rwbench -- --markdown         # also writes docs/results.md
@@ -26,7 +26,8 @@ rwbench: compare reader-writer locks on the papers' workloads
 
 options (lists are comma-separated):
   --workloads LIST   rwbench,alternator,test_rwlock,interference,writer_latency (default: all)
-  --threads LIST     thread counts (default 1,2,4; 4 oversubscribes a 2-core machine)
+  --threads LIST     thread counts (default 1,2,4 and 8x the CPUs: 1,2,4,16 on 2 CPUs, where 4 and 16
+                     oversubscribe)
   --write LIST       RWBench write percentages, decimals allowed (default 2,20; papers: 2,5,10,20,50,90,0.1,0.01)
   --rcs N --wcs N --ncs N   RWBench critical and non-critical section lengths (default 4 4 32)
   --pool LIST        interference pool sizes (default 1,64,4096; papers: 1 to 8192)
@@ -61,6 +62,13 @@ struct Args {
     markdown: Option<PathBuf>,
 }
 
+/// 1, 2, 4 and an oversubscribed point at 8× the CPUs the process may run
+/// on (where programs meet thread pools larger than the machine).
+fn default_threads() -> Vec<usize> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    vec![1, 2, 4, 8 * cpus]
+}
+
 fn parse(raw: &[String]) -> Result<Args, String> {
     let mut a = Args {
         workloads: [
@@ -72,7 +80,7 @@ fn parse(raw: &[String]) -> Result<Args, String> {
         ]
         .map(String::from)
         .to_vec(),
-        threads: vec![1, 2, 4],
+        threads: default_threads(),
         write_pct: vec![2.0, 20.0],
         rcs: 4,
         wcs: 4,

@@ -167,7 +167,10 @@ fn plot_groups(rows: &[Row]) -> Vec<(String, String, Vec<&Row>)> {
 
 /// Writes one SVG per workload into `dir`: throughput against threads (or
 /// pool size), log-scaled y axis as in the papers' plots; writer-latency
-/// runs plot the writer's p99 wait instead. Returns the files written.
+/// runs plot the writer's p99 wait instead. Small multiples: one panel per
+/// family of the workspace (its locks in colour), the peers in grey in
+/// every panel, the same axes everywhere, and the oversubscribed thread
+/// counts shaded. Returns the files written.
 pub fn svg(
     rows: &[Row],
     dir: &Path,
@@ -184,8 +187,8 @@ pub fn svg(
                 r.median / 1e6
             }
         };
-        let series = series(&group, &value);
-        let points = || series.iter().flat_map(|(_, points)| points.iter());
+        let all = series(&group, &value);
+        let points = || all.iter().flat_map(|(_, _, points)| points.iter());
         if points().next().is_none() {
             continue;
         }
@@ -196,54 +199,89 @@ pub fn svg(
         };
         let (lo, hi) = range(|p| p.1);
         let (xmin, xmax) = range(|p| p.0);
-        let root = SVGBackend::new(&path, (1060, 560)).into_drawing_area();
-        root.fill(&WHITE)?;
         let interference = matches!(group[0].workload, Workload::Interference { .. });
+        // The first oversubscribed thread count, shaded from half-way below it.
+        let shade_from = group
+            .iter()
+            .filter(|r| r.oversubscribed && !interference)
+            .map(|r| f64::from(x_of(&r.workload)))
+            .fold(f64::NAN, f64::min);
+        let families = panel_families(&all);
+        let cols = families.len().clamp(1, 3);
+        let panel_rows = families.len().div_ceil(cols).max(1);
+        let (pw, ph) = (560u32, 380u32);
+        let root = SVGBackend::new(&path, (pw * cols as u32, ph * panel_rows as u32 + 40))
+            .into_drawing_area();
+        root.fill(&WHITE)?;
+        let (head, body) = root.split_vertically(40);
+        head.draw(&Text::new(
+            title.clone(),
+            (16, 10),
+            ("sans-serif", 22).into_font(),
+        ))?;
+        let panels = body.split_evenly((panel_rows, cols));
         let labels = Labels {
-            title: &title,
             x: if interference {
                 "locks in the pool (log scale)"
             } else {
                 "threads"
             },
             y: if latency {
-                "writer wait, 99th percentile (us, log scale)"
+                "writer wait p99 (us, log)"
             } else {
-                "throughput (million ops/s, log scale)"
+                "M ops/s (log)"
             },
             x_ticks: if interference {
                 10
             } else {
                 (xmax - xmin.min(1.0)) as usize + 1
             },
+            shade_from: (!shade_from.is_nan()).then_some(shade_from),
         };
-        let y = (lo / 1.5..hi * 1.5).log_scale();
-        if interference {
-            // Pool sizes span 1 to 8192: log scale, as in the BRAVO paper.
-            let x = (xmin..xmax.max(xmin * 2.0)).log_scale();
-            draw(&root, x, y, &labels, &series)?;
-        } else {
-            // Thread counts: linear, one tick per thread count up to 16.
-            let x = xmin.min(1.0)..xmax.max(2.0);
-            draw(&root, x, y, &labels, &series)?;
+        for (panel, family) in panels.iter().zip(&families) {
+            let y = (lo / 1.5..hi * 1.5).log_scale();
+            if interference {
+                // Pool sizes span 1 to 8192: log scale, as in the BRAVO paper.
+                let x = (xmin..xmax.max(xmin * 2.0)).log_scale();
+                draw(panel, x, y, family, &labels, &all)?;
+            } else {
+                let x = xmin.min(1.0)..xmax.max(2.0);
+                draw(panel, x, y, family, &labels, &all)?;
+            }
         }
         root.present()?;
-        drop(root);
+        drop((panels, head, body, root));
         files.push(path);
     }
     Ok(files)
 }
 
+/// The families that get a panel, in order of appearance; the peers get
+/// one only when nothing else was run.
+fn panel_families(all: &Series) -> Vec<&'static str> {
+    let mut families: Vec<&'static str> = Vec::new();
+    for &(_, family, _) in all {
+        if family != "peer" && !families.contains(&family) {
+            families.push(family);
+        }
+    }
+    if families.is_empty() {
+        families.push("peer");
+    }
+    families
+}
+
 struct Labels<'a> {
-    title: &'a str,
     x: &'a str,
     y: &'a str,
     /// Tick marks on the x axis.
     x_ticks: usize,
+    /// The first oversubscribed thread count, if any.
+    shade_from: Option<f64>,
 }
 
-/// One line per lock: (lock, points sorted by x).
-type Series = Vec<(&'static str, Vec<(f64, f64)>)>;
+/// One line per lock: (lock, family, points sorted by x).
+type Series = Vec<(&'static str, &'static str, Vec<(f64, f64)>)>;
 
 fn series(group: &[&Row], value: &dyn Fn(&Row) -> f64) -> Series {
     let mut out: Series = Vec::new();
@@ -253,21 +291,23 @@ fn series(group: &[&Row], value: &dyn Fn(&Row) -> f64) -> Series {
             continue;
         }
         let point = (f64::from(x_of(&r.workload)), v);
-        match out.iter_mut().find(|(lock, _)| *lock == r.lock) {
-            Some((_, points)) => points.push(point),
-            None => out.push((r.lock, vec![point])),
+        match out.iter_mut().find(|(lock, _, _)| *lock == r.lock) {
+            Some((_, _, points)) => points.push(point),
+            None => out.push((r.lock, r.family, vec![point])),
         }
     }
-    for (_, points) in &mut out {
+    for (_, _, points) in &mut out {
         points.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
     out
 }
 
+/// One panel: `family`'s locks in colour over the peers in grey.
 fn draw<X, Y>(
-    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
     x: X,
     y: Y,
+    family: &str,
     labels: &Labels<'_>,
     series: &Series,
 ) -> Result<(), Box<dyn std::error::Error>>
@@ -279,21 +319,18 @@ where
     <Y as plotters::coord::ranged1d::AsRangedCoord>::CoordDescType:
         plotters::coord::ranged1d::ValueFormatter<f64>,
 {
-    // The chart on the left, the legend in its own column on the right, so
-    // that it never hides a line.
-    let (plot_area, legend_area) = root.split_horizontally(860);
-    let mut chart = ChartBuilder::on(&plot_area)
-        .caption(labels.title, ("sans-serif", 22))
-        .margin(16)
-        .x_label_area_size(44)
-        .y_label_area_size(70)
+    let mut chart = ChartBuilder::on(area)
+        .caption(family, ("sans-serif", 18))
+        .margin(10)
+        .x_label_area_size(36)
+        .y_label_area_size(56)
         .build_cartesian_2d(x, y)?;
     chart
         .configure_mesh()
         .x_desc(labels.x)
         .y_desc(labels.y)
-        .axis_desc_style(("sans-serif", 16))
-        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 13))
+        .label_style(("sans-serif", 12))
         .x_labels(labels.x_ticks)
         // Integers only: thread counts and pool sizes.
         .x_label_formatter(&|v| {
@@ -311,22 +348,52 @@ where
         })
         .light_line_style(WHITE.mix(0.0))
         .draw()?;
-    for (i, (lock, points)) in series.iter().enumerate() {
-        let color = Palette99::pick(i).mix(0.9);
-        chart.draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?;
-        chart.draw_series(points.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
-        let y = 60 + 24 * i as i32;
-        legend_area.draw(&PathElement::new(
-            vec![(8, y), (32, y)],
-            color.stroke_width(3),
-        ))?;
-        legend_area.draw(&Circle::new((20, y), 4, color.filled()))?;
-        legend_area.draw(&Text::new(
-            lock.to_string(),
-            (40, y - 8),
-            ("sans-serif", 15).into_font(),
-        ))?;
+    if let Some(from) = labels.shade_from {
+        let (xr, yr) = (chart.x_range(), chart.y_range());
+        let band = [(from - 0.5, yr.start), (xr.end, yr.end)];
+        chart.draw_series(std::iter::once(Rectangle::new(
+            band,
+            RGBColor(255, 200, 120).mix(0.18).filled(),
+        )))?;
+        chart.draw_series(std::iter::once(Text::new(
+            "oversubscribed",
+            (from - 0.4, yr.end),
+            ("sans-serif", 12)
+                .into_font()
+                .color(&RGBColor(180, 110, 30)),
+        )))?;
     }
+    let grey = RGBColor(160, 160, 160);
+    for (lock, fam, points) in series.iter().filter(|s| s.1 == "peer" && family != "peer") {
+        let _ = fam;
+        chart
+            .draw_series(LineSeries::new(
+                points.clone(),
+                grey.mix(0.8).stroke_width(2),
+            ))?
+            .label(format!("{lock} (peer)"))
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], grey.stroke_width(2))
+            });
+    }
+    let own = series.iter().filter(|s| s.1 == family);
+    for (i, (lock, _, points)) in own.enumerate() {
+        let color = Palette99::pick(i).mix(0.95);
+        chart.draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?;
+        chart
+            .draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))?
+            .label(lock.to_string())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerLeft)
+        .background_style(WHITE.mix(0.75))
+        .border_style(grey.mix(0.5))
+        .label_font(("sans-serif", 11))
+        .draw()?;
     Ok(())
 }
 

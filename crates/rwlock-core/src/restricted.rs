@@ -126,12 +126,23 @@ fn default_limit() -> u32 {
     })
 }
 
-/// The admission gate of one [`Restricted`] lock, on a cache line of its
-/// own: every blocking acquisition reads `word` (is the gate engaged?),
-/// and in a line that `L`'s operations keep writing that read would cost
-/// a second coherence transaction per contended acquisition.
-#[repr(align(64))]
-struct Gate {
+/// The admission gate: what [`Restricted`] puts in front of a lock, for a
+/// lock that restricts its own slow paths (prwlock does, leaving its read
+/// fast path untouched). Protocol in the [module docs](self).
+///
+/// A lock calls [`Gate::wait`] around the part of an acquisition that
+/// waits (after its own try failed); the gate lets it through at once
+/// while it is not engaged, and engages when that wait went deep.
+///
+/// ```
+/// use rwlock_core::restricted::Gate;
+/// let gate = Gate::new();
+/// // The slow path of some acquisition whose try failed:
+/// let got = gate.wait(|| "acquired");
+/// assert_eq!(got, "acquired");
+/// assert!(!gate.is_engaged());
+/// ```
+pub struct Gate {
     /// `active | ENGAGED | streak` (see the module docs).
     word: AtomicU64,
     /// Passive tickets served (the standby's ticket).
@@ -142,119 +153,92 @@ struct Gate {
     limit: u32,
 }
 
-/// Concurrency restriction over the lock `L` (a reader-writer lock or a
-/// mutex); see the [module docs](self).
-///
-/// ```
-/// use rwlock_core::{Restricted, pf_ticket};
-/// type RwLock<T> = lock_api::RwLock<Restricted<pf_ticket::PfTicket>, T>;
-/// let lock = RwLock::new(1);
-/// *lock.write() += 1;
-/// assert_eq!(*lock.read(), 2);
-/// ```
-pub struct Restricted<L> {
-    gate: Gate,
-    inner: L,
+impl Default for Gate {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
-impl<L> Restricted<L> {
-    /// `inner` behind a gate that admits as many waiters as the process
-    /// has CPUs.
-    pub const fn new(inner: L) -> Self {
-        Self::with_limit(inner, 0)
+impl fmt::Debug for Gate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Gate")
+            .field("engaged", &self.is_engaged())
+            .field("active", &self.active())
+            .field("passive", &self.passive_waiters())
+            .finish()
+    }
+}
+
+impl Gate {
+    /// A disengaged gate that admits as many waiters as the process has
+    /// CPUs once engaged.
+    pub const fn new() -> Self {
+        Self::with_limit(0)
     }
 
-    /// `inner` behind a gate that admits at most `limit` waiters at a time
+    /// A disengaged gate that admits at most `limit` waiters at a time
     /// once engaged (0: as many as the process has CPUs).
-    pub const fn with_limit(inner: L, limit: u32) -> Self {
-        Restricted {
-            gate: Gate {
-                word: AtomicU64::new(0),
-                head: AtomicU32::new(0),
-                tail: AtomicU32::new(0),
-                limit,
-            },
-            inner,
+    pub const fn with_limit(limit: u32) -> Self {
+        Gate {
+            word: AtomicU64::new(0),
+            head: AtomicU32::new(0),
+            tail: AtomicU32::new(0),
+            limit,
         }
-    }
-
-    /// The wrapped lock. Acquiring it directly bypasses the gate (which is
-    /// always safe: the gate only schedules).
-    pub fn inner(&self) -> &L {
-        &self.inner
     }
 
     /// Whether the gate is engaged now (a snapshot).
     pub fn is_engaged(&self) -> bool {
         // Relaxed: a snapshot.
-        self.gate.word.load(Ordering::Relaxed) & ENGAGED != 0
+        self.word.load(Ordering::Relaxed) & ENGAGED != 0
+    }
+
+    /// Admitted threads that have not acquired the lock yet (a snapshot).
+    pub fn active(&self) -> u32 {
+        // Relaxed: a snapshot.
+        (self.word.load(Ordering::Relaxed) & ACTIVE_MASK) as u32
     }
 
     /// Threads waiting in the passive queue now (a snapshot).
     pub fn passive_waiters(&self) -> u32 {
         // Relaxed: a snapshot.
-        let tail = self.gate.tail.load(Ordering::Relaxed);
-        tail.wrapping_sub(self.gate.head.load(Ordering::Relaxed))
+        let tail = self.tail.load(Ordering::Relaxed);
+        tail.wrapping_sub(self.head.load(Ordering::Relaxed))
     }
 
-    /// A blocking acquisition of the inner lock through the gate:
-    /// `acquire` is `L`'s blocking form, `try_acquire` its try form. Lock
-    /// traits that this module does not implement (a crate's own mutex
-    /// trait) restrict their acquisitions with it.
+    /// The waiting part of an acquisition, `acquire`, through the gate:
+    /// called directly while the gate is disengaged (then the gate engages
+    /// if the wait went deep), after admission while it is engaged. Call it
+    /// only where the lock's own try has failed, so that a thread that
+    /// would not wait never pays for admission. Inside a loom model it
+    /// calls `acquire` and nothing else.
     #[inline]
-    pub fn acquire<G>(
-        &self,
-        try_acquire: impl FnOnce(&L) -> Option<G>,
-        acquire: impl FnOnce(&L) -> G,
-    ) -> G {
+    pub fn wait<G>(&self, acquire: impl FnOnce() -> G) -> G {
         if cfg!(loom) {
-            return acquire(&self.inner);
+            return acquire();
         }
         if !self.engaged_hint() {
-            let g = acquire(&self.inner);
-            if wait::take_deep_wait() {
-                self.engage();
-            }
-            return g;
+            return self.watched(acquire);
         }
-        match try_acquire(&self.inner) {
-            Some(g) => g,
-            None => self.admitted(acquire),
-        }
+        self.admitted(acquire)
     }
 
-    /// As [`acquire`](Self::acquire) with a deadline: `acquire_until` is
-    /// `L`'s timed form; `None` if neither admission nor `L` came before
-    /// the deadline.
-    pub fn acquire_until<G>(
-        &self,
-        deadline: Instant,
-        try_acquire: impl FnOnce(&L) -> Option<G>,
-        acquire_until: impl FnOnce(&L, Instant) -> Option<G>,
-    ) -> Option<G> {
-        if cfg!(loom) || !self.engaged_hint() {
-            let g = acquire_until(&self.inner, deadline);
-            if wait::take_deep_wait() {
-                self.engage();
-            }
-            return g;
+    /// `acquire`, then engages the gate if its wait went deep.
+    #[inline]
+    fn watched<G>(&self, acquire: impl FnOnce() -> G) -> G {
+        let g = acquire();
+        if wait::take_deep_wait() {
+            self.engage();
         }
-        if let Some(g) = try_acquire(&self.inner) {
-            return Some(g);
-        }
-        if !self.admit_until(deadline) {
-            return None;
-        }
-        let _admitted = Admitted(&self.gate);
-        acquire_until(&self.inner, deadline)
+        g
     }
 
     #[inline]
     fn limit(&self) -> u64 {
-        u64::from(if self.gate.limit == 0 {
+        u64::from(if self.limit == 0 {
             default_limit()
         } else {
-            self.gate.limit
+            self.limit
         })
     }
 
@@ -262,32 +246,47 @@ impl<L> Restricted<L> {
     #[inline(always)]
     fn engaged_hint(&self) -> bool {
         // Relaxed: a hint (module docs).
-        self.gate.word.load(Ordering::Relaxed) & ENGAGED != 0
+        self.word.load(Ordering::Relaxed) & ENGAGED != 0
     }
 
-    /// The engaged slow path: admission (active or passive), then `L`'s
-    /// blocking acquisition, then leaving the active set.
+    /// The engaged slow path: admission (active or passive), then
+    /// `acquire`, then leaving the active set.
     #[cold]
-    fn admitted<G>(&self, acquire: impl FnOnce(&L) -> G) -> G {
+    fn admitted<G>(&self, acquire: impl FnOnce() -> G) -> G {
         if !self.try_admit(false) {
             self.admit_passive();
         }
-        // Leaves the active set once `L` is held, or if `acquire` panics.
-        let _admitted = Admitted(&self.gate);
-        acquire(&self.inner)
+        // Leaves the active set once `acquire` returns, or if it panics.
+        let _admitted = Admitted(self);
+        acquire()
+    }
+
+    /// As [`admitted`](Self::admitted) for a timed acquisition: `None` if
+    /// admission did not come before `deadline`.
+    #[cold]
+    fn admitted_until<G>(
+        &self,
+        deadline: Instant,
+        acquire: impl FnOnce() -> Option<G>,
+    ) -> Option<G> {
+        if !self.admit_until(deadline) {
+            return None;
+        }
+        let _admitted = Admitted(self);
+        acquire()
     }
 
     #[cold]
     fn engage(&self) {
         // Relaxed: the gate protects no data (module docs).
-        self.gate.word.fetch_or(ENGAGED, Ordering::Relaxed);
+        self.word.fetch_or(ENGAGED, Ordering::Relaxed);
     }
 
     /// One admission attempt (`force`: even at the limit).
     fn try_admit(&self, force: bool) -> bool {
         let limit = self.limit();
         // Relaxed: the CAS below re-reads it.
-        let mut w = self.gate.word.load(Ordering::Relaxed);
+        let mut w = self.word.load(Ordering::Relaxed);
         loop {
             if !force && w & ACTIVE_MASK >= limit {
                 return false;
@@ -303,12 +302,10 @@ impl<L> Restricted<L> {
                 w + 1 + STREAK_ONE
             };
             // Relaxed: the gate protects no data (module docs).
-            match self.gate.word.compare_exchange_weak(
-                w,
-                next,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
+            match self
+                .word
+                .compare_exchange_weak(w, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
                 Ok(_) => return true,
                 Err(now) => w = now,
             }
@@ -321,18 +318,18 @@ impl<L> Restricted<L> {
     #[cold]
     fn admit_passive(&self) {
         // Relaxed: ticket numbers only; the hand-over below orders.
-        let ticket = self.gate.tail.fetch_add(1, Ordering::Relaxed);
-        let key = &self.gate.head as *const AtomicU32 as usize;
+        let ticket = self.tail.fetch_add(1, Ordering::Relaxed);
+        let key = &self.head as *const AtomicU32 as usize;
         // Acquire: pairs with the Release hand-over below.
-        while self.gate.head.load(Ordering::Acquire) != ticket {
-            // SAFETY: the key is an address inside this lock, which
+        while self.head.load(Ordering::Acquire) != ticket {
+            // SAFETY: the key is an address inside this gate, which
             // outlives its waiters; validate (one load) neither panics nor
             // calls into parking_lot; the token is our ticket, which
             // `handover` unparks by.
             unsafe {
                 parking_lot_core::park(
                     key,
-                    || self.gate.head.load(Ordering::Relaxed) != ticket,
+                    || self.head.load(Ordering::Relaxed) != ticket,
                     || {},
                     |_, _| {},
                     parking_lot_core::ParkToken(ticket as usize),
@@ -381,10 +378,10 @@ impl<L> Restricted<L> {
         // Release: pairs with the next standby's Acquire load; the store
         // precedes the unpark, which takes the bucket lock its validate
         // runs under.
-        self.gate.head.store(next, Ordering::Release);
+        self.head.store(next, Ordering::Release);
         // Relaxed: a snapshot; a ticket taken after it finds `head` equal
         // to itself without sleeping.
-        if self.gate.tail.load(Ordering::Relaxed) != next {
+        if self.tail.load(Ordering::Relaxed) != next {
             // SAFETY: our own key; the filter and callback do not panic.
             unsafe {
                 parking_lot_core::unpark_filter(
@@ -404,7 +401,7 @@ impl<L> Restricted<L> {
 }
 
 /// An admitted waiter: leaves the active set when dropped (once it holds
-/// `L`, or if `L`'s acquisition panics).
+/// the lock, or if the acquisition panics).
 struct Admitted<'a>(&'a Gate);
 
 impl Drop for Admitted<'_> {
@@ -412,6 +409,124 @@ impl Drop for Admitted<'_> {
     fn drop(&mut self) {
         // Relaxed: the gate protects no data (module docs).
         self.0.word.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The gate on a cache line of its own: [`Restricted`] reads its word on
+/// every blocking acquisition, and in a line that `L`'s operations keep
+/// writing that read would cost a second coherence transaction per
+/// contended acquisition.
+#[repr(align(64))]
+struct GateLine(Gate);
+
+/// Concurrency restriction over the lock `L` (a reader-writer lock or a
+/// mutex); see the [module docs](self).
+///
+/// ```
+/// use rwlock_core::{Restricted, pf_ticket};
+/// type RwLock<T> = lock_api::RwLock<Restricted<pf_ticket::PfTicket>, T>;
+/// let lock = RwLock::new(1);
+/// *lock.write() += 1;
+/// assert_eq!(*lock.read(), 2);
+/// ```
+pub struct Restricted<L> {
+    gate: GateLine,
+    inner: L,
+}
+
+impl<L> Restricted<L> {
+    /// `inner` behind a gate that admits as many waiters as the process
+    /// has CPUs.
+    pub const fn new(inner: L) -> Self {
+        Self::with_limit(inner, 0)
+    }
+
+    /// `inner` behind a gate that admits at most `limit` waiters at a time
+    /// once engaged (0: as many as the process has CPUs).
+    pub const fn with_limit(inner: L, limit: u32) -> Self {
+        Restricted {
+            gate: GateLine(Gate::with_limit(limit)),
+            inner,
+        }
+    }
+
+    /// The wrapped lock. Acquiring it directly bypasses the gate (which is
+    /// always safe: the gate only schedules).
+    pub fn inner(&self) -> &L {
+        &self.inner
+    }
+
+    /// The gate.
+    pub fn gate(&self) -> &Gate {
+        &self.gate.0
+    }
+
+    /// Whether the gate is engaged now (a snapshot).
+    pub fn is_engaged(&self) -> bool {
+        self.gate().is_engaged()
+    }
+
+    /// Threads waiting in the passive queue now (a snapshot).
+    pub fn passive_waiters(&self) -> u32 {
+        self.gate().passive_waiters()
+    }
+
+    /// A blocking acquisition of the inner lock through the gate:
+    /// `acquire` is `L`'s blocking form, `try_acquire` its try form
+    /// (tried first once the gate is engaged). Lock traits that this module
+    /// does not implement (a crate's own mutex trait) restrict their
+    /// acquisitions with it.
+    #[inline]
+    pub fn acquire<G>(
+        &self,
+        try_acquire: impl FnOnce(&L) -> Option<G>,
+        acquire: impl FnOnce(&L) -> G,
+    ) -> G {
+        let gate = self.gate();
+        if cfg!(loom) {
+            return acquire(&self.inner);
+        }
+        if !gate.engaged_hint() {
+            return gate.watched(|| acquire(&self.inner));
+        }
+        match try_acquire(&self.inner) {
+            Some(g) => g,
+            None => gate.admitted(|| acquire(&self.inner)),
+        }
+    }
+
+    /// As [`acquire`](Self::acquire) with a deadline: `acquire_until` is
+    /// `L`'s timed form; `None` if neither admission nor `L` came before
+    /// the deadline.
+    pub fn acquire_until<G>(
+        &self,
+        deadline: Instant,
+        try_acquire: impl FnOnce(&L) -> Option<G>,
+        acquire_until: impl FnOnce(&L, Instant) -> Option<G>,
+    ) -> Option<G> {
+        let gate = self.gate();
+        if cfg!(loom) || !gate.engaged_hint() {
+            return gate.watched(|| acquire_until(&self.inner, deadline));
+        }
+        if let Some(g) = try_acquire(&self.inner) {
+            return Some(g);
+        }
+        gate.admitted_until(deadline, || acquire_until(&self.inner, deadline))
+    }
+
+    #[cfg(test)]
+    fn engage(&self) {
+        self.gate().engage();
+    }
+
+    #[cfg(test)]
+    fn try_admit(&self, force: bool) -> bool {
+        self.gate().try_admit(force)
+    }
+
+    #[cfg(test)]
+    fn admitted<G>(&self, acquire: impl FnOnce(&L) -> G) -> G {
+        self.gate().admitted(|| acquire(&self.inner))
     }
 }
 
@@ -423,12 +538,8 @@ impl<L: Default> Default for Restricted<L> {
 
 impl<L: fmt::Debug> fmt::Debug for Restricted<L> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Relaxed: a snapshot for display.
-        let w = self.gate.word.load(Ordering::Relaxed);
         f.debug_struct("Restricted")
-            .field("engaged", &(w & ENGAGED != 0))
-            .field("active", &(w & ACTIVE_MASK))
-            .field("passive", &self.passive_waiters())
+            .field("gate", self.gate())
             .field("inner", &self.inner)
             .finish()
     }
@@ -763,7 +874,7 @@ mod tests {
             "a quiet streak did not disengage the gate"
         );
         // Relaxed: single-threaded now.
-        assert_eq!(lock.gate.word.load(Ordering::Relaxed) & ACTIVE_MASK, 0);
+        assert_eq!(u64::from(lock.gate().active()), 0);
     }
 
     /// With a limit of one and the gate engaged, waiters beyond the first
@@ -806,7 +917,7 @@ mod tests {
         );
         assert_eq!(lock.passive_waiters(), 0);
         // Relaxed: every thread was joined.
-        assert_eq!(lock.gate.word.load(Ordering::Relaxed) & ACTIVE_MASK, 0);
+        assert_eq!(u64::from(lock.gate().active()), 0);
         assert!(!lock.is_locked());
     }
 
@@ -829,7 +940,7 @@ mod tests {
             "promoted after {took:?}, patience {PATIENCE:?}"
         );
         // Relaxed: single-threaded; our own slot is still taken.
-        assert_eq!(lock.gate.word.load(Ordering::Relaxed) & ACTIVE_MASK, 1);
+        assert_eq!(u64::from(lock.gate().active()), 1);
     }
 
     /// A panic inside `L`'s acquisition leaves the active set balanced.
@@ -844,7 +955,7 @@ mod tests {
         }));
         assert!(outcome.is_err());
         // Relaxed: single-threaded.
-        assert_eq!(lock.gate.word.load(Ordering::Relaxed) & ACTIVE_MASK, 0);
+        assert_eq!(u64::from(lock.gate().active()), 0);
     }
 
     /// A mutex behind the gate: waiters beyond the limit go passive, every
@@ -876,7 +987,7 @@ mod tests {
         let raw = unsafe { m.raw() };
         assert_eq!(raw.passive_waiters(), 0);
         // Relaxed: every thread was joined.
-        assert_eq!(raw.gate.word.load(Ordering::Relaxed) & ACTIVE_MASK, 0);
+        assert_eq!(u64::from(raw.gate().active()), 0);
 
         let rw = Restricted::with_limit(PfTicket::<crate::wait::DefaultWait>::new(), 1);
         rw.engage();
