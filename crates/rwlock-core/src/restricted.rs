@@ -224,7 +224,7 @@ impl Gate {
     }
 
     /// `acquire`, then engages the gate if its wait went deep.
-    #[inline]
+    #[inline(always)]
     fn watched<G>(&self, acquire: impl FnOnce() -> G) -> G {
         let g = acquire();
         if wait::take_deep_wait() {
@@ -277,6 +277,7 @@ impl Gate {
     }
 
     #[cold]
+    #[inline(never)]
     fn engage(&self) {
         // Relaxed: the gate protects no data (module docs).
         self.word.fetch_or(ENGAGED, Ordering::Relaxed);
@@ -486,12 +487,25 @@ impl<L> Restricted<L> {
         if cfg!(loom) {
             return acquire(&self.inner);
         }
-        if !gate.engaged_hint() {
-            return gate.watched(|| acquire(&self.inner));
+        if gate.engaged_hint() {
+            return self.acquire_engaged(try_acquire, acquire);
         }
+        gate.watched(|| acquire(&self.inner))
+    }
+
+    /// [`acquire`](Self::acquire) while the gate is engaged: `L`'s try,
+    /// then admission (out of line, so that the disengaged path inlines
+    /// into the caller).
+    #[cold]
+    #[inline(never)]
+    fn acquire_engaged<G>(
+        &self,
+        try_acquire: impl FnOnce(&L) -> Option<G>,
+        acquire: impl FnOnce(&L) -> G,
+    ) -> G {
         match try_acquire(&self.inner) {
             Some(g) => g,
-            None => gate.admitted(|| acquire(&self.inner)),
+            None => self.gate().admitted(|| acquire(&self.inner)),
         }
     }
 
