@@ -323,10 +323,10 @@ impl Gate {
         let key = &self.head as *const AtomicU32 as usize;
         // Acquire: pairs with the Release hand-over below.
         while self.head.load(Ordering::Acquire) != ticket {
-            // SAFETY: the key is an address inside this gate, which
-            // outlives its waiters; validate (one load) neither panics nor
-            // calls into parking_lot; the token is our ticket, which
-            // `handover` unparks by.
+            // The key is an address inside this gate, which outlives its
+            // waiters; the token is our ticket, which `handover` unparks by;
+            // validate (one load) neither panics nor calls into parking_lot.
+            // SAFETY: as just said: a live key, and a validate parking_lot allows.
             unsafe {
                 parking_lot_core::park(
                     key,
