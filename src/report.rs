@@ -364,8 +364,7 @@ where
         )))?;
     }
     let grey = RGBColor(160, 160, 160);
-    for (lock, fam, points) in series.iter().filter(|s| s.1 == "peer" && family != "peer") {
-        let _ = fam;
+    for (lock, _, points) in series.iter().filter(|s| s.1 == "peer" && family != "peer") {
         chart
             .draw_series(LineSeries::new(
                 points.clone(),
