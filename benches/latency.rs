@@ -32,13 +32,18 @@ use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
 use numa_rwlocks::bench_lock::{BenchLock, Raw};
 use numa_rwlocks::registry::LOCKS;
+use numa_rwlocks::workloads::PairMode;
 
 fn latency(c: &mut Criterion) {
-    for (group, write) in [("read_pair", false), ("write_pair", true)] {
+    for (group, mode) in [
+        ("read_pair", PairMode::Read),
+        ("write_pair", PairMode::Write),
+        ("write_then_read_pair", PairMode::Mixed),
+    ] {
         let mut g = c.benchmark_group(group);
         for lock in LOCKS {
             g.bench_function(lock.name, |b| {
-                b.iter_custom(|iters| (lock.pairs)(iters, write))
+                b.iter_custom(|iters| (lock.pairs)(iters, mode))
             });
         }
         g.finish();

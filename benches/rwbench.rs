@@ -32,7 +32,8 @@ options (lists are comma-separated):
   --rcs N --wcs N --ncs N   RWBench critical and non-critical section lengths (default 4 4 32)
   --pool LIST        interference pool sizes (default 1,64,4096; papers: 1 to 8192)
   --duration-ms N    measurement interval of one run (default 150)
-  --reps N           repetitions per point, median reported (default 3, at least 3 recommended)
+  --reps N           repetitions per point, median reported (default 3, at least 3 recommended);
+                     interleaved across the locks, so that ratios within a run resist drift
   --locks LIST       locks or families (rwlock-core, bravo, cohort, prwlock, peer; bravo-ablation,
                      cohort-ablation, unrestricted by name); default all
   --pin              pin worker i to CPU i % cpus
@@ -348,11 +349,22 @@ fn main() -> ExitCode {
     let mut rows = Vec::new();
     let mut failed = Vec::new();
     for w in &plan {
-        for lock in &locks {
-            let mut samples = Vec::with_capacity(args.reps);
-            for _ in 0..args.reps {
+        // Repetitions interleaved across the locks (rep 1 of every lock,
+        // then rep 2, ...), so that a slow second of a noisy machine hits
+        // every lock of the point alike and the ratios within the run hold
+        // up better than the absolute figures.
+        let mut samples: Vec<Vec<_>> = locks
+            .iter()
+            .map(|_| Vec::with_capacity(args.reps))
+            .collect();
+        let mut ok = vec![true; locks.len()];
+        for _ in 0..args.reps {
+            for (i, lock) in locks.iter().enumerate() {
+                if !ok[i] {
+                    continue;
+                }
                 match (lock.run)(w, &cfg) {
-                    Ok(s) => samples.push(s),
+                    Ok(s) => samples[i].push(s),
                     Err(e) => {
                         eprintln!(
                             "rwbench: FAILED {} on {} {} threads={}: {e}",
@@ -362,11 +374,13 @@ fn main() -> ExitCode {
                             w.threads()
                         );
                         failed.push(format!("{} {} {}", lock.name, w.kind(), w.threads()));
-                        break;
+                        ok[i] = false;
                     }
                 }
             }
-            if samples.len() == args.reps {
+        }
+        for ((lock, samples), ok) in locks.iter().zip(samples).zip(ok) {
+            if ok {
                 rows.push(median_row(lock, w, samples, cores));
             }
         }

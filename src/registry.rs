@@ -13,8 +13,8 @@ pub struct LockEntry {
     pub family: &'static str,
     /// Runs one workload once on a fresh lock.
     pub run: fn(&Workload, &RunConfig) -> Result<Sample, HarnessError>,
-    /// Times `iters` uncontended read (`false`) or write (`true`) pairs.
-    pub pairs: fn(u64, bool) -> std::time::Duration,
+    /// Times `iters` uncontended pairs of the given kind.
+    pub pairs: fn(u64, crate::workloads::PairMode) -> std::time::Duration,
 }
 
 macro_rules! lock {

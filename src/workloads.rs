@@ -200,18 +200,63 @@ pub fn run<L: BenchLock>(workload: &Workload, cfg: &RunConfig) -> Result<Sample,
     }
 }
 
-/// Uncontended latency: times `iters` read (or write) lock/unlock pairs on
-/// one thread with a fresh lock (criterion's `iter_custom` calls this).
-pub fn pairs<L: BenchLock>(iters: u64, write: bool) -> Duration {
+/// What [`pairs`] times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PairMode {
+    /// Read lock/unlock pairs (a biased lock stays biased: fast reads).
+    Read,
+    /// Write lock/unlock pairs.
+    Write,
+    /// A write pair then a read pair, per iteration: the reads of a lock
+    /// whose bias the writes keep off (BRAVO's slow path), as at 50% writes.
+    Mixed,
+    /// One pair per iteration, a write with probability 1/10 (the harness's
+    /// generator), else a read: RWBench at 10% writes without its sections.
+    Random10,
+}
+
+impl PairMode {
+    /// Every mode, with its command-line name.
+    pub const ALL: [(&'static str, PairMode); 4] = [
+        ("read", PairMode::Read),
+        ("write", PairMode::Write),
+        ("mixed", PairMode::Mixed),
+        ("random10", PairMode::Random10),
+    ];
+}
+
+/// Uncontended latency: times `iters` lock/unlock pairs (or, with
+/// [`PairMode::Mixed`], write-then-read couples) on one thread with a fresh
+/// lock (criterion's `iter_custom` calls this).
+pub fn pairs<L: BenchLock>(iters: u64, mode: PairMode) -> Duration {
     let lock = L::create();
     let start = Instant::now();
-    if write {
-        for _ in 0..iters {
-            lock.write(|| black_box(()));
+    match mode {
+        PairMode::Write => {
+            for _ in 0..iters {
+                lock.write(|| black_box(()));
+            }
         }
-    } else {
-        for _ in 0..iters {
-            lock.read(|| black_box(()));
+        PairMode::Read => {
+            for _ in 0..iters {
+                lock.read(|| black_box(()));
+            }
+        }
+        PairMode::Mixed => {
+            for _ in 0..iters {
+                lock.write(|| black_box(()));
+                lock.read(|| black_box(()));
+            }
+        }
+        PairMode::Random10 => {
+            let mut rng = Rng::new(0);
+            for _ in 0..iters {
+                if rng.next_u64().is_multiple_of(10) {
+                    lock.write(|| black_box(()));
+                } else {
+                    lock.read(|| black_box(()));
+                }
+            }
         }
     }
     start.elapsed()

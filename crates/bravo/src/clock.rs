@@ -11,7 +11,7 @@
 //! but with a 4 ms resolution, far coarser than a revocation, which takes
 //! a few µs; see `docs/bravo.md`). Even the TSC costs about as much as an
 //! uncontended lock pair here, so slow readers consult it on one slow read
-//! in 16 only (`raw::CLOCK_EVERY`). On x86-64 the clock
+//! in 16 to 1024 only (`raw::CLOCK_EVERY_MIN`, `raw::CLOCK_EVERY_MAX`). On x86-64 the clock
 //! is therefore the time-stamp counter (invariant on every x86-64 CPU Linux
 //! reports `constant_tsc` for; a TSC that is not synchronised across sockets
 //! only makes the bias policy less exact, never the lock incorrect, and

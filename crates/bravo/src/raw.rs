@@ -163,6 +163,18 @@ impl<G> fmt::Debug for BravoSharedGuard<G> {
     }
 }
 
+/// What a slow read does once it holds `L`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum AfterSlowRead {
+    /// Check the word: set the bias if a clock reading is due and
+    /// `InhibitUntil` has passed, and update the unbiased hint.
+    Check,
+    /// Nothing: this thread last saw the lock unbiased and its countdown
+    /// to the next clock reading has not run out (see `after_slow_read`),
+    /// so the read holds `L` for no longer than `L` alone would.
+    Nothing,
+}
+
 /// How long a revocation may wait for fast-path readers.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Patience {
@@ -261,17 +273,22 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
         self as *const Self as usize
     }
 
-    /// The fast path (l. 12-21). `None`: take the slow path.
+    /// The fast path (l. 12-21). `Err`: take the slow path, and what to
+    /// do once `L` is held.
     #[inline]
-    fn try_lock_fast(&self) -> Option<&'static AtomicUsize> {
-        if P::UNBIASED_HINT && hints::unbiased(self.addr()) {
-            return None;
+    fn try_lock_fast(&self) -> Result<&'static AtomicUsize, AfterSlowRead> {
+        if P::UNBIASED_HINT {
+            match hints::unbiased_read(self.addr()) {
+                Some(true) => return Err(AfterSlowRead::Nothing),
+                Some(false) => return Err(AfterSlowRead::Check),
+                None => {}
+            }
         }
         // Relaxed: only a hint whether to try; the re-load below decides.
         if self.state.load(Ordering::Relaxed) & RBIAS == 0 {
-            return None;
+            return Err(AfterSlowRead::Check);
         }
-        self.publish()
+        self.publish().ok_or(AfterSlowRead::Check)
     }
 
     #[inline]
@@ -329,19 +346,28 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
         &self,
         slow: impl FnOnce(&L) -> Option<L::SharedGuard>,
     ) -> Option<BravoSharedGuard<L::SharedGuard>> {
-        if let Some(slot) = self.try_lock_fast() {
-            return Some(BravoSharedGuard {
+        match self.try_lock_fast() {
+            Ok(slot) => Some(BravoSharedGuard {
                 repr: Repr::Fast(slot),
-            });
+            }),
+            Err(after) => {
+                let g = slow(&self.inner)?;
+                Some(self.slow_read(g, after))
+            }
         }
-        let g = slow(&self.inner)?;
-        Some(self.slow_read(g))
     }
 
     /// Wraps a read acquisition of `L` (after maybe enabling bias).
     #[inline]
-    fn slow_read(&self, g: L::SharedGuard) -> BravoSharedGuard<L::SharedGuard> {
-        self.after_slow_read();
+    fn slow_read(
+        &self,
+        g: L::SharedGuard,
+        after: AfterSlowRead,
+    ) -> BravoSharedGuard<L::SharedGuard> {
+        stats::count(Event::SlowRead);
+        if after == AfterSlowRead::Check {
+            self.after_slow_read();
+        }
         BravoSharedGuard {
             repr: Repr::Slow(g),
         }
@@ -350,31 +376,61 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
     /// After a slow-path read acquisition: maybe enable bias (l. 25-26).
     ///
     /// Reading the clock costs about as much as a whole uncontended lock
-    /// pair (20 ns here), and under heavy writing every read is a slow read
-    /// with bias off; so a thread consults the clock on one slow read in
-    /// [`CLOCK_EVERY`] only (a per-thread countdown, in the spirit of the
-    /// paper's first prototype, which enabled bias on a 1/100 Bernoulli
-    /// trial). Bias then comes back at most that many slow reads per thread
-    /// after `InhibitUntil`, a delay far below the window itself.
+    /// pair (20 ns here: the hypervisor traps `rdtsc`), and under heavy
+    /// writing every read is a slow read with bias off; so a thread
+    /// consults the clock only on some slow reads, counted down per thread
+    /// (in the spirit of the paper's first prototype, which enabled bias on
+    /// a 1/100 Bernoulli trial). The count starts at [`CLOCK_EVERY_MIN`]
+    /// and doubles, up to [`CLOCK_EVERY_MAX`], each time the reading finds
+    /// `InhibitUntil` still ahead; a reading that finds it past resets it.
+    /// With a steady rate of slow reads the doubling lets bias come back at
+    /// most about one inhibit window late (the interval since the last
+    /// reading is at most the time already spent waiting), and never more
+    /// than `CLOCK_EVERY_MAX` slow reads of the thread late.
+    ///
+    /// A thread that last saw this lock unbiased (the hint) does not even
+    /// load the word until its countdown runs out
+    /// ([`AfterSlowRead::Nothing`]): the read then holds `L` exactly as
+    /// long as a read of `L` alone, and the countdown, a thread-local
+    /// decrement, happens before `L` is taken. It notices bias that another
+    /// thread set at its next reading (after at most `CLOCK_EVERY_MAX`
+    /// slow reads; a reading that finds the bias on restarts the interval
+    /// at `CLOCK_EVERY_MIN`). Without the hint, bias off and no reading
+    /// due, the rest is a load of the word, a countdown and a store of the
+    /// hint; the clock and the CAS are out of line.
     #[inline]
     fn after_slow_read(&self) {
-        stats::count(Event::SlowRead);
         // Relaxed: a hint; the CAS in `enable_bias` re-checks the word.
         let word = self.state.load(Ordering::Relaxed);
-        let enabled =
-            word & (RBIAS | REVOKING) == 0 && hints::clock_due() && self.enable_bias(word);
-        if P::UNBIASED_HINT {
-            let unbiased = word & RBIAS == 0 && !enabled;
-            hints::set_unbiased(if unbiased { self.addr() } else { 0 });
+        if word & (RBIAS | REVOKING) == 0 && hints::clock_due() {
+            self.enable_bias_if_due(word);
+        } else if word & RBIAS != 0 {
+            // Bias on: the next read may try the fast path, and the next
+            // inhibit window starts the clock readings afresh.
+            hints::saw_bias();
+        } else if P::UNBIASED_HINT {
+            // Off or being revoked: the next read may go straight to `L`.
+            hints::set_unbiased(self.addr());
         }
     }
 
-    /// Sets `RBIAS` if `InhibitUntil` has passed; whether it did.
-    fn enable_bias(&self, word: u64) -> bool {
+    /// Out of line, one slow read in `CLOCK_EVERY_MIN..=CLOCK_EVERY_MAX`:
+    /// reads the clock, sets `RBIAS` if `InhibitUntil` has passed, and sets
+    /// the hint and the next countdown from what it found.
+    #[inline(never)]
+    fn enable_bias_if_due(&self, word: u64) {
         let now = clock::now();
-        if now < time_of(word) {
-            return false;
+        let due = now >= time_of(word);
+        hints::clock_read(due);
+        let enabled = due && self.enable_bias(word, now);
+        if P::UNBIASED_HINT {
+            hints::set_unbiased(if enabled { 0 } else { self.addr() });
         }
+    }
+
+    /// Sets `RBIAS` (the caller found `InhibitUntil` past at `now`);
+    /// whether it did.
+    fn enable_bias(&self, word: u64, now: u64) -> bool {
         // Release: we hold read permission on `L`, acquired after the last
         // writer released it; fast readers that Acquire-load `RBIAS` (their
         // SeqCst re-load) thus see that writer's critical section. Failure
@@ -611,77 +667,17 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
     }
 }
 
-/// A thread reads the clock on one slow read with bias off in this many
-/// (every one inside a loom model, so that models re-enable the bias).
-pub const CLOCK_EVERY: u32 = if cfg!(loom) { 1 } else { 16 };
+/// A thread reads the clock on one slow read with bias off in this many,
+/// at first (every one inside a loom model, so that models re-enable the
+/// bias); see `after_slow_read`.
+pub const CLOCK_EVERY_MIN: u32 = if cfg!(loom) { 1 } else { 16 };
 
-/// Per-thread hints: cheap, private, and never needed for correctness (a
-/// read may always take the slow path; a writer always re-checks the word
-/// once it holds `L`).
-mod hints {
-    use core::cell::Cell;
+/// ... and in this many at most, after readings that found `InhibitUntil`
+/// still ahead.
+pub const CLOCK_EVERY_MAX: u32 = if cfg!(loom) { 1 } else { 1024 };
 
-    use super::CLOCK_EVERY;
-
-    pub(super) struct Hints {
-        /// The lock this thread last saw unbiased (see
-        /// [`Policy::UNBIASED_HINT`](crate::Policy::UNBIASED_HINT)).
-        unbiased: Cell<usize>,
-        /// Slow reads until the next clock reading.
-        clock: Cell<u32>,
-    }
-
-    #[cfg(not(loom))]
-    crate::sync::thread_local! {
-        static HINTS: Hints = const {
-            Hints {
-                unbiased: Cell::new(0),
-                clock: Cell::new(0),
-            }
-        };
-    }
-
-    // loom's `thread_local!` has no `const` initialiser form.
-    #[cfg(loom)]
-    crate::sync::thread_local! {
-        static HINTS: Hints = Hints {
-            unbiased: Cell::new(0),
-            clock: Cell::new(0),
-        };
-    }
-
-    /// Whether this thread last saw `lock` unbiased.
-    #[inline]
-    pub(super) fn unbiased(lock: usize) -> bool {
-        HINTS
-            .try_with(|h| h.unbiased.get() == lock)
-            .unwrap_or(false)
-    }
-
-    /// Records the lock this thread last saw unbiased (0: none).
-    #[inline]
-    pub(super) fn set_unbiased(lock: usize) {
-        let _ = HINTS.try_with(|h| h.unbiased.set(lock));
-    }
-
-    /// Whether this slow read should consult the clock (see
-    /// `after_slow_read`); during thread teardown, always.
-    #[inline]
-    pub(super) fn clock_due() -> bool {
-        HINTS
-            .try_with(|h| match h.clock.get() {
-                0 => {
-                    h.clock.set(CLOCK_EVERY - 1);
-                    true
-                }
-                n => {
-                    h.clock.set(n - 1);
-                    false
-                }
-            })
-            .unwrap_or(true)
-    }
-}
+// Per-thread hints (`raw/hints.rs`).
+mod hints;
 
 /// `N × 2^exp × cost`, saturating.
 #[inline]
@@ -727,13 +723,18 @@ fn scan<P: Policy>(table: &Table, lock: usize, patience: Patience) -> bool {
     true
 }
 
-/// The slot hash of (lock, calling thread): Murmur3's finaliser
-/// ([`rwlock_core::thread_id::mix`]). A one-multiply Fibonacci hash measured
-/// no faster here (the CAS dominates), so the better-mixed one stays.
+/// The slot hash of (lock, calling thread): the thread's home block (see
+/// [`table`](crate::table), "Slot choice") in the bits above the block's 16
+/// slots, and in the low 4 bits the lock's Fibonacci hash salted with the
+/// home's number (so that threads sharing a block, beyond 256 threads with
+/// 4096 slots, spread one lock over the block's slots).
 #[cfg(not(loom))]
 #[inline]
 fn reader_hash(lock: usize) -> u64 {
-    rwlock_core::thread_id::mix(lock, rwlock_core::thread_id::current())
+    const FIBONACCI: u64 = 0x9e37_79b9_7f4a_7c15;
+    let home = hints::home();
+    let within = ((lock as u64) ^ home.rotate_left(32)).wrapping_mul(FIBONACCI) >> 60;
+    (home << table::BLOCK_BITS) | within
 }
 
 /// Inside a model: the loom thread's index within the execution, so the
@@ -785,292 +786,8 @@ impl<L, P> Drop for Bravo<L, P> {
     }
 }
 
-// SAFETY: readers are admitted either through `L`'s read permission or
-// through a published slot re-checked against `RBIAS`; writers hold `L`'s
-// write permission and, before entering, revoke the bias and wait until no
-// slot names the lock (the store-load argument of the module docs), so a
-// writer is never inside with anyone else. Acquire/Release come from `L`
-// and from the orderings documented at each access. Guard state is the
-// slot or `L`'s own state, consumed by the matching unlock.
-unsafe impl<L: RawRwLock, P: Policy> RawRwLock for Bravo<L, P> {
-    #[cfg(not(loom))]
-    #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: Self = Self::new();
-    #[cfg(loom)]
-    #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: Self = panic!("loom atomics have no const constructor: use Bravo::new() in models");
-
-    type SharedGuard = BravoSharedGuard<L::SharedGuard>;
-    type ExclusiveGuard = L::ExclusiveGuard;
-
-    #[inline]
-    fn lock_shared(&self) -> Self::SharedGuard {
-        if let Some(slot) = self.try_lock_fast() {
-            return BravoSharedGuard {
-                repr: Repr::Fast(slot),
-            };
-        }
-        let g = self.inner.lock_shared();
-        self.slow_read(g)
-    }
-
-    #[inline]
-    fn try_lock_shared(&self) -> Option<Self::SharedGuard> {
-        self.read_via(|l| l.try_lock_shared())
-    }
-
-    #[inline]
-    unsafe fn unlock_shared(&self, guard: Self::SharedGuard) {
-        match guard.repr {
-            Repr::Fast(slot) => {
-                // No check that the slot names this lock: a lock moved while
-                // read-locked (raw API) legitimately finds its old address
-                // there, and a load of the slot cost a third of the whole
-                // read pair (see the crate docs).
-                // Release: pairs with the revoking writer's Acquire scan.
-                slot.store(0, Ordering::Release);
-            }
-            // SAFETY: the caller's read acquisition of `L`.
-            Repr::Slow(g) => unsafe { self.inner.unlock_shared(g) },
-        }
-    }
-
-    #[inline]
-    fn lock_exclusive(&self) -> Self::ExclusiveGuard {
-        loop {
-            self.revoke_early();
-            let g = self.inner.lock_exclusive();
-            if let Some(g) = self.settle_write(g) {
-                return g;
-            }
-        }
-    }
-
-    #[inline]
-    fn try_lock_exclusive(&self) -> Option<Self::ExclusiveGuard> {
-        let g = self.inner.try_lock_exclusive()?;
-        if !self.revoke_if_dirty(Patience::Scan) {
-            // SAFETY: the write acquisition just made.
-            unsafe { self.inner.unlock_exclusive(g) };
-            return None;
-        }
-        Some(g)
-    }
-
-    #[inline]
-    unsafe fn unlock_exclusive(&self, guard: Self::ExclusiveGuard) {
-        // SAFETY: the caller's write acquisition of `L`.
-        unsafe { self.inner.unlock_exclusive(guard) }
-    }
-
-    /// Answers from `L` and, when the bias is (or was just) on, a scan of
-    /// the table for fast-path readers; never revokes.
-    fn is_locked(&self) -> bool {
-        // Acquire: pairs with the bias set, so a scan follows it.
-        self.inner.is_locked()
-            || (self.state.load(Ordering::Acquire) & (RBIAS | REVOKING) != 0
-                && table::table().contains(self.addr()))
-    }
-
-    fn is_locked_exclusive(&self) -> bool {
-        self.inner.is_locked_exclusive()
-    }
-}
-
-// SAFETY: fair unlocking is `L`'s for slow readers and writers; a fast
-// reader's unlock hands nothing over (a waiting writer polls its slot).
-unsafe impl<L: RawRwLockFair, P: Policy> RawRwLockFair for Bravo<L, P> {
-    unsafe fn unlock_shared_fair(&self, guard: Self::SharedGuard) {
-        match guard.repr {
-            // SAFETY: the caller's fast read acquisition.
-            Repr::Fast(_) => unsafe { self.unlock_shared(guard) },
-            // SAFETY: the caller's read acquisition of `L`.
-            Repr::Slow(g) => unsafe { self.inner.unlock_shared_fair(g) },
-        }
-    }
-
-    unsafe fn unlock_exclusive_fair(&self, guard: Self::ExclusiveGuard) {
-        // SAFETY: the caller's write acquisition of `L`.
-        unsafe { self.inner.unlock_exclusive_fair(guard) }
-    }
-    // `bump_*`: the provided versions (fair unlock, then lock again) go
-    // through `lock_shared` / `lock_exclusive`, so a bump that lets readers
-    // re-enable bias is followed by a revocation.
-}
-
-// SAFETY: `L` downgrades atomically; the result is a slow-path read, and
-// bias is only enabled afterwards, holding that read permission.
-unsafe impl<L: RawRwLockDowngrade, P: Policy> RawRwLockDowngrade for Bravo<L, P> {
-    unsafe fn downgrade(&self, guard: Self::ExclusiveGuard) -> Self::SharedGuard {
-        // SAFETY: the caller's write acquisition of `L`.
-        let g = unsafe { self.inner.downgrade(guard) };
-        self.slow_read(g)
-    }
-}
-
-// SAFETY: timed acquisitions are `L`'s; a timed write revokes like
-// `try_lock_exclusive` once `L` is held, waiting for fast readers (and for
-// another writer's revocation) until the deadline, and fails (bias
-// restored, `L` released) only after it.
-// The deadline is a `std::time::Instant`, hence the bound on `L`'s types
-// (parking_lot's).
-unsafe impl<L, P> RawRwLockTimed for Bravo<L, P>
-where
-    L: RawRwLockTimed<Duration = std::time::Duration, Instant = std::time::Instant>,
-    P: Policy,
-{
-    type Duration = std::time::Duration;
-    type Instant = std::time::Instant;
-
-    fn try_lock_shared_for(&self, timeout: Self::Duration) -> Option<Self::SharedGuard> {
-        self.read_via(|l| l.try_lock_shared_for(timeout))
-    }
-
-    fn try_lock_shared_until(&self, timeout: Self::Instant) -> Option<Self::SharedGuard> {
-        self.read_via(|l| l.try_lock_shared_until(timeout))
-    }
-
-    fn try_lock_exclusive_for(&self, timeout: Self::Duration) -> Option<Self::ExclusiveGuard> {
-        match std::time::Instant::now().checked_add(timeout) {
-            Some(deadline) => self.try_lock_exclusive_until(deadline),
-            None => Some(self.lock_exclusive()),
-        }
-    }
-
-    fn try_lock_exclusive_until(&self, timeout: Self::Instant) -> Option<Self::ExclusiveGuard> {
-        let g = self.inner.try_lock_exclusive_until(timeout)?;
-        if !self.revoke_if_dirty(Patience::Until(timeout)) {
-            // SAFETY: the write acquisition just made.
-            unsafe { self.inner.unlock_exclusive(g) };
-            return None;
-        }
-        Some(g)
-    }
-}
-
-// SAFETY: upgradable reads are `L`'s (they exclude writers and other
-// upgradable readers, not fast readers); an upgrade revokes the bias like
-// a write acquisition before returning exclusive access.
-unsafe impl<L: RawRwLockUpgrade, P: Policy> RawRwLockUpgrade for Bravo<L, P> {
-    type UpgradableGuard = L::UpgradableGuard;
-
-    fn lock_upgradable(&self) -> Self::UpgradableGuard {
-        self.inner.lock_upgradable()
-    }
-
-    fn try_lock_upgradable(&self) -> Option<Self::UpgradableGuard> {
-        self.inner.try_lock_upgradable()
-    }
-
-    unsafe fn unlock_upgradable(&self, guard: Self::UpgradableGuard) {
-        // SAFETY: the caller's upgradable acquisition of `L`.
-        unsafe { self.inner.unlock_upgradable(guard) }
-    }
-
-    /// Waits for fast-path readers as `L`'s upgrade waits for readers. With
-    /// [`Policy::REVOKE_BEFORE_LOCK`] it revokes while still upgradable
-    /// (readers keep entering through `L`), so it waits holding exclusive
-    /// access only if a reader re-enabled the bias in between.
-    unsafe fn upgrade(&self, guard: Self::UpgradableGuard) -> Self::ExclusiveGuard {
-        self.revoke_early();
-        // SAFETY: the caller's upgradable acquisition of `L`.
-        let g = unsafe { self.inner.upgrade(guard) };
-        self.revoke_held();
-        g
-    }
-
-    /// Never waits for a fast-path reader that is inside when it starts:
-    /// the bias is revoked while still upgradable, with one scan, and the
-    /// upgrade fails (bias restored) if a fast reader is inside. Only if a
-    /// slow reader re-enables the bias between that scan and `L`'s upgrade
-    /// (a window shorter than the inhibit period that the revocation just
-    /// set) does it wait, holding exclusive access, for the readers that
-    /// entered in that window.
-    unsafe fn try_upgrade(
-        &self,
-        guard: Self::UpgradableGuard,
-    ) -> Result<Self::ExclusiveGuard, Self::UpgradableGuard> {
-        // Still upgradable: writers are excluded, so a failed scan may restore
-        // the bias (see `Patience`).
-        if !self.revoke_if_dirty(Patience::Scan) {
-            return Err(guard);
-        }
-        // SAFETY: the caller's upgradable acquisition of `L`.
-        let g = unsafe { self.inner.try_upgrade(guard) }?;
-        self.revoke_held();
-        Ok(g)
-    }
-}
-
-// SAFETY: forwarded to `L`; fast readers hold no upgradable state.
-unsafe impl<L: RawRwLockUpgradeFair, P: Policy> RawRwLockUpgradeFair for Bravo<L, P> {
-    unsafe fn unlock_upgradable_fair(&self, guard: Self::UpgradableGuard) {
-        // SAFETY: the caller's upgradable acquisition of `L`.
-        unsafe { self.inner.unlock_upgradable_fair(guard) }
-    }
-}
-
-// SAFETY: forwarded to `L`; the shared result is a slow-path read.
-unsafe impl<L: RawRwLockUpgradeDowngrade, P: Policy> RawRwLockUpgradeDowngrade for Bravo<L, P> {
-    unsafe fn downgrade_upgradable(&self, guard: Self::UpgradableGuard) -> Self::SharedGuard {
-        // SAFETY: the caller's upgradable acquisition of `L`.
-        let g = unsafe { self.inner.downgrade_upgradable(guard) };
-        self.slow_read(g)
-    }
-
-    unsafe fn downgrade_to_upgradable(&self, guard: Self::ExclusiveGuard) -> Self::UpgradableGuard {
-        // SAFETY: the caller's write acquisition of `L`.
-        unsafe { self.inner.downgrade_to_upgradable(guard) }
-    }
-}
-
-// SAFETY: as `RawRwLockUpgrade` and `RawRwLockTimed`.
-unsafe impl<L, P> RawRwLockUpgradeTimed for Bravo<L, P>
-where
-    L: RawRwLockUpgradeTimed
-        + RawRwLockTimed<Duration = std::time::Duration, Instant = std::time::Instant>,
-    P: Policy,
-{
-    fn try_lock_upgradable_for(&self, timeout: Self::Duration) -> Option<Self::UpgradableGuard> {
-        self.inner.try_lock_upgradable_for(timeout)
-    }
-
-    fn try_lock_upgradable_until(&self, timeout: Self::Instant) -> Option<Self::UpgradableGuard> {
-        self.inner.try_lock_upgradable_until(timeout)
-    }
-
-    /// As [`try_upgrade`](RawRwLockUpgrade::try_upgrade), waiting for
-    /// fast-path readers and for another writer's revocation (while still
-    /// upgradable) and for `L` until the deadline; never fails before it.
-    unsafe fn try_upgrade_for(
-        &self,
-        guard: Self::UpgradableGuard,
-        timeout: Self::Duration,
-    ) -> Result<Self::ExclusiveGuard, Self::UpgradableGuard> {
-        match std::time::Instant::now().checked_add(timeout) {
-            // SAFETY: forwarded from the caller.
-            Some(deadline) => unsafe { self.try_upgrade_until(guard, deadline) },
-            // SAFETY: forwarded from the caller.
-            None => Ok(unsafe { self.upgrade(guard) }),
-        }
-    }
-
-    /// As [`try_upgrade_for`](Self::try_upgrade_for).
-    unsafe fn try_upgrade_until(
-        &self,
-        guard: Self::UpgradableGuard,
-        timeout: Self::Instant,
-    ) -> Result<Self::ExclusiveGuard, Self::UpgradableGuard> {
-        // Still upgradable: as in `try_upgrade`.
-        if !self.revoke_if_dirty(Patience::Until(timeout)) {
-            return Err(guard);
-        }
-        // SAFETY: the caller's upgradable acquisition of `L`.
-        let g = unsafe { self.inner.try_upgrade_until(guard, timeout) }?;
-        self.revoke_held();
-        Ok(g)
-    }
-}
+// The `lock_api` trait impls (`raw/lock_api_impls.rs`).
+mod lock_api_impls;
 
 #[cfg(all(test, not(loom)))]
 mod tests {
@@ -1494,5 +1211,46 @@ mod tests {
         assert_eq!(window::<policy::Listing1>(10, 2), 360);
         assert_eq!(window::<policy::Listing1>(10, -1), 45);
         assert_eq!(window::<policy::Listing1>(u64::MAX, 6), u64::MAX);
+    }
+
+    #[test]
+    fn a_thread_reads_every_lock_in_its_home_block_and_threads_differ() {
+        const LOCKS: usize = 64;
+        let block = |hash: u64| hash >> table::BLOCK_BITS;
+        let barrier = std::sync::Barrier::new(8);
+        let barrier = &barrier;
+        let homes: Vec<u64> = std::thread::scope(|s| {
+            let threads: Vec<_> = (0..8)
+                .map(|_| {
+                    s.spawn(move || {
+                        let hashes: Vec<u64> = (0..LOCKS)
+                            .map(|i| reader_hash(0x10_0000 + i * 128))
+                            .collect();
+                        // Everybody alive at once before anyone exits.
+                        barrier.wait();
+                        let home = block(hashes[0]);
+                        assert!(
+                            hashes.iter().all(|&h| block(h) == home),
+                            "one thread's slots left its home block: {hashes:x?}"
+                        );
+                        let within: std::collections::HashSet<u64> =
+                            hashes.iter().map(|h| h & 15).collect();
+                        assert!(
+                            within.len() >= 12,
+                            "{LOCKS} locks used only {} of the block's 16 slots",
+                            within.len()
+                        );
+                        home
+                    })
+                })
+                .collect();
+            threads.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        let distinct: std::collections::HashSet<u64> = homes.iter().copied().collect();
+        assert_eq!(
+            distinct.len(),
+            homes.len(),
+            "live threads share a home: {homes:?}"
+        );
     }
 }

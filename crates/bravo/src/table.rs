@@ -2,23 +2,43 @@
 //!
 //! One table per process, shared by every [`Bravo`](crate::Bravo) lock and
 //! every thread. A slot is either 0 (free) or the address of a lock one
-//! fast-path reader holds. A reader's slot is a hash of (lock address,
-//! thread identity) ([`rwlock_core::thread_id::mix`], Murmur3's finaliser,
-//! in the spirit of the paper's Mix32), so concurrent readers of one lock
-//! write to different cache lines and a reader that re-reads the same lock
-//! finds its slot warm in its own cache.
+//! fast-path reader holds.
 //!
 //! The slots are packed, 8 bytes each, in 128-byte aligned blocks of 16
-//! (the adjacent-line prefetcher's pair): false sharing between two readers
-//! is as unlikely as two hashes landing in the same block, and a revoking
-//! writer scans contiguous memory the prefetchers stream.
+//! (the adjacent-line prefetcher's pair), and a revoking writer scans
+//! contiguous memory the prefetchers stream.
+//!
+//! # Slot choice
+//!
+//! The paper hashes (lock address, thread identity) over the whole table
+//! (Mix32), so that concurrent readers of one lock write to different
+//! cache lines. It notes (Section 8) that nothing requires that particular
+//! function. Here each thread has a *home block*, handed out in the order
+//! threads first read fast (block `k mod blocks` for the `k`-th thread), and
+//! its slot for a lock is the lock's Fibonacci hash, salted with the home's
+//! number, within that block:
+//!
+//! - readers of one lock still write to different lines (different homes),
+//!   and live threads share no block at all up to one per block (256 with
+//!   4096 slots), where a hash over the whole table makes two threads share
+//!   a line with probability 1/256 for *every* pair of reads;
+//! - a thread reading many locks writes only its own line, which stays in
+//!   its cache: with the whole-table hash, reads over a pool of 4096 locks
+//!   (the harness's interference workload) wrote a line the other thread
+//!   had just written on most reads, and `Bravo<parking_lot>` ran at 0.44
+//!   to 0.83 of parking_lot on 2 threads; with home blocks, 1.7 to 4.2
+//!   (three runs each, `docs/bravo.md`);
+//! - the price: one thread holding two locks at once whose hashes meet in
+//!   its 16 slots (1 in 16 pairs) reads the second through the slow path,
+//!   as any collision does; threads beyond one per block share blocks, and
+//!   the salt spreads one lock over the shared block's slots.
 //!
 //! # Size
 //!
 //! [`DEFAULT_SLOTS`] (4096, the paper's size) unless the machine has more
 //! than 64 CPUs, then 64 slots per CPU rounded up to a power of two (the
-//! paper's suggestion to size from the CPU count): collisions between `T`
-//! concurrent readers of one lock follow the birthday bound `T²/2S`, and
+//! paper's suggestion to size from the CPU count): beyond one thread per
+//! block, threads share blocks and collide more, and
 //! a revocation scans the whole table: for 4096 slots, 2.3 to 5.4 µs with
 //! Listing 1's loop and 1.65 to 2.5 µs with the block scan of the default
 //! policy (two runs on the 2-core development VM) (`cargo bench --bench latency -- bravo_revocation`;
@@ -47,7 +67,9 @@ pub const MAX_SLOTS: usize = 1 << 24;
 /// The environment variable read at first use when [`configure`] was not called.
 pub const ENV_VAR: &str = "BRAVO_TABLE_SLOTS";
 
-const BLOCK: usize = 16;
+/// A block of slots is `1 << BLOCK_BITS` slots: 16, 128 bytes.
+pub(crate) const BLOCK_BITS: u32 = 4;
+const BLOCK: usize = 1 << BLOCK_BITS;
 
 /// Why a table size was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
