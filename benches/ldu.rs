@@ -11,11 +11,13 @@
 //! lookup of a random key, otherwise an insert or a remove (even odds) of a
 //! random key. Sets compared:
 //!
-//! - `ldu`: `Ldu<OrderedSet<u64>>` (one `Arc<Tracked<u64>>` per key, made up
+//! - `ldu`: `Ldu<OrderedSet<u64>>`, over its default lock (one `Arc<Tracked<u64>>` per key, made up
 //!   front, as the objects of a reverse map exist before they are mapped);
 //!   a lookup is `read`, which first applies the pending log;
 //! - `Mutex<BTreeSet>` and `RwLock<BTreeSet>` (std);
-//! - `SkipSet` (crossbeam-skiplist, lock-free).
+//! - `SkipSet` (crossbeam-skiplist, lock-free);
+//! - `ldu over PF-T`: the same log over the workspace's phase-fair ticket
+//!   lock instead of parking_lot's (its default), to show why the default.
 //!
 //! The interval of an LDU run ends only after a final `synchronize`: the
 //! work the log deferred is paid inside the measurement. Each point is the
@@ -36,6 +38,7 @@ use numa_rwlocks::workloads::Rng;
 
 const HELP: &str = "\
 ldu bench: update-heavy set workloads, LDU vs Mutex/RwLock<BTreeSet> vs SkipSet
+(and LDU over PF-T instead of its default lock)
 
 options (lists are comma-separated):
   --threads LIST     thread counts (default 1,2,4)
@@ -92,11 +95,11 @@ impl SharedSet for Skip {
     }
 }
 
-struct LduSet {
-    log: Ldu<OrderedSet<u64>>,
+struct LduSet<R: lock_api::RawRwLock = parking_lot::RawRwLock> {
+    log: Ldu<OrderedSet<u64>, R>,
     items: Vec<Arc<Tracked<u64>>>,
 }
-impl SharedSet for LduSet {
+impl<R: lock_api::RawRwLock + Send + Sync + 'static> SharedSet for LduSet<R> {
     fn insert(&self, k: usize) {
         self.log.logical_insert(&self.items[k]);
     }
@@ -111,24 +114,33 @@ impl SharedSet for LduSet {
     }
 }
 
-const SETS: [&str; 4] = ["ldu", "Mutex<BTreeSet>", "RwLock<BTreeSet>", "SkipSet"];
+const SETS: [&str; 5] = [
+    "ldu",
+    "Mutex<BTreeSet>",
+    "RwLock<BTreeSet>",
+    "SkipSet",
+    "ldu over PF-T",
+];
+
+fn make_ldu<R: lock_api::RawRwLock + Send + Sync + 'static>(keys: usize) -> Arc<dyn SharedSet> {
+    let s = LduSet::<R> {
+        log: Ldu::new(OrderedSet::new()),
+        items: (0..keys as u64)
+            .map(|k| Arc::new(Tracked::new(k)))
+            .collect(),
+    };
+    for k in (0..keys).step_by(2) {
+        s.insert(k);
+    }
+    s.log.synchronize();
+    Arc::new(s)
+}
 
 fn make(name: &str, keys: usize) -> Arc<dyn SharedSet> {
     let start = (0..keys).step_by(2).map(|k| k as u64);
     match name {
-        "ldu" => {
-            let s = LduSet {
-                log: Ldu::default(),
-                items: (0..keys as u64)
-                    .map(|k| Arc::new(Tracked::new(k)))
-                    .collect(),
-            };
-            for k in (0..keys).step_by(2) {
-                s.insert(k);
-            }
-            s.log.synchronize();
-            Arc::new(s)
-        }
+        "ldu" => make_ldu::<parking_lot::RawRwLock>(keys),
+        "ldu over PF-T" => make_ldu::<rwlock_core::PfTicket>(keys),
         "Mutex<BTreeSet>" => Arc::new(MutexSet(Mutex::new(start.collect()))),
         "RwLock<BTreeSet>" => Arc::new(RwLockSet(RwLock::new(start.collect()))),
         "SkipSet" => Arc::new(Skip(start.collect())),
