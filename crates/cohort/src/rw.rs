@@ -114,7 +114,8 @@ unsafe impl<M: WriterMutex> WriterMutex for Restricted<M> {
     fn create(nodes: usize) -> Self {
         Restricted::new(M::create(nodes))
     }
-    #[inline]
+    // `inline(always)`: see `Restricted::acquire`.
+    #[inline(always)]
     fn lock_on(&self, node: usize) -> M::Guard {
         self.acquire(|m| m.try_lock_on(node), |m| m.lock_on(node))
     }

@@ -477,7 +477,11 @@ impl<L> Restricted<L> {
     /// (tried first once the gate is engaged). Lock traits that this module
     /// does not implement (a crate's own mutex trait) restrict their
     /// acquisitions with it.
-    #[inline]
+    ///
+    /// `inline(always)`: out of line (LLVM's choice once the gate's check
+    /// was added), the call cost the cohort locks' writes about 20
+    /// instructions per pair (`docs/restriction.md`).
+    #[inline(always)]
     pub fn acquire<G>(
         &self,
         try_acquire: impl FnOnce(&L) -> Option<G>,
