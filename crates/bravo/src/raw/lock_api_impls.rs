@@ -23,9 +23,9 @@ unsafe impl<L: RawRwLock, P: Policy> RawRwLock for Bravo<L, P> {
     type ExclusiveGuard = L::ExclusiveGuard;
 
     // `inline(always)`: LLVM otherwise keeps this (fast path, `L`'s own
-    // inline fast path and the bias check together) out of line, and a call
-    // costs the fast read its loop-invariant hash (measured with
-    // `scripts/op-instructions`: 30 against 60 instructions per read pair).
+    // inline fast path and the bias check together) out of line, and the
+    // call with its saved registers costs about as much as the fast path
+    // (`scripts/op-instructions`, `docs/bravo.md`).
     #[inline(always)]
     fn lock_shared(&self) -> Self::SharedGuard {
         match self.try_lock_fast() {
