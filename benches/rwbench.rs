@@ -271,6 +271,55 @@ fn now_utc() -> String {
 }
 
 /// Replaces this machine's section of the Markdown report (or appends it).
+/// Copies the run's plots to `plots/<machine>/` beside the Markdown report
+/// (replacing that machine's earlier plots) and returns the section's
+/// "Plots" part, linking them.
+fn copy_plots(
+    markdown: &std::path::Path,
+    machine: &str,
+    plots: &[PathBuf],
+) -> std::io::Result<String> {
+    // The machine's name up to its core count: "amd-epyc-2-cores-available".
+    let slug: String = machine
+        .split(',')
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join("-");
+    let rel = PathBuf::from("plots").join(&slug);
+    let dir = markdown
+        .parent()
+        .unwrap_or(std::path::Path::new("."))
+        .join(&rel);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
+    }
+    std::fs::create_dir_all(&dir)?;
+    let mut out = String::from(
+        "\n### Plots\n\nOne panel per family (its locks in colour), the peers in grey in every panel; \
+         shaded: more threads than cores.\n\n",
+    );
+    for file in plots {
+        let Some(name) = file.file_name() else {
+            continue;
+        };
+        std::fs::copy(file, dir.join(name))?;
+        let stem = file
+            .file_stem()
+            .map_or(String::new(), |s| s.to_string_lossy().into_owned());
+        out.push_str(&format!(
+            "![{stem}]({}/{})\n\n",
+            rel.display(),
+            name.to_string_lossy()
+        ));
+    }
+    Ok(out)
+}
+
 fn write_markdown(path: &PathBuf, machine: &str, section: &str) -> std::io::Result<()> {
     const HEADER: &str = "# Comparison results\n\nWritten by `cargo bench --bench rwbench -- --markdown`; one section per machine, \
 each replaced by the next run on that machine. Ratios between locks of one run are what \
@@ -397,20 +446,33 @@ fn main() -> ExitCode {
         eprintln!("rwbench: cannot write {}: {e}", args.out.display());
         return ExitCode::FAILURE;
     }
-    match report::svg(&rows, &args.out) {
-        Ok(files) => println!(
-            "wrote {} and {} plots under {}",
-            args.out.join("results.csv").display(),
-            files.len(),
-            args.out.display()
-        ),
+    let plots = match report::svg(&rows, &args.out) {
+        Ok(files) => {
+            println!(
+                "wrote {} and {} plots under {}",
+                args.out.join("results.csv").display(),
+                files.len(),
+                args.out.display()
+            );
+            files
+        }
         Err(e) => {
             eprintln!("rwbench: plotting failed: {e}");
             return ExitCode::FAILURE;
         }
-    }
+    };
     if let Some(path) = &args.markdown {
-        let section = report::markdown(&rows, &machine, &command, &now_utc());
+        let mut section = report::markdown(&rows, &machine, &command, &now_utc());
+        match copy_plots(path, &machine, &plots) {
+            Ok(links) => section.push_str(&links),
+            Err(e) => {
+                eprintln!(
+                    "rwbench: cannot copy the plots next to {}: {e}",
+                    path.display()
+                );
+                return ExitCode::FAILURE;
+            }
+        }
         if let Err(e) = write_markdown(path, &machine, &section) {
             eprintln!("rwbench: cannot write {}: {e}", path.display());
             return ExitCode::FAILURE;
