@@ -145,3 +145,62 @@ pub(super) fn clock_read(due: bool) {
         h.clock.set(interval - 1);
     });
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// The countdown to the next clock reading, after `clock_read`.
+    fn countdown() -> u32 {
+        HINTS.with(|h| h.clock.get())
+    }
+
+    #[test]
+    fn clock_interval_doubles_while_not_due_and_resets() {
+        // A fresh thread: its own hints.
+        std::thread::spawn(|| {
+            assert!(clock_due(), "the first slow read reads the clock");
+            let mut expected = CLOCK_EVERY_MIN;
+            for _ in 0..12 {
+                expected = (expected * 2).min(CLOCK_EVERY_MAX);
+                clock_read(false);
+                assert_eq!(countdown(), expected - 1);
+            }
+            assert_eq!(expected, CLOCK_EVERY_MAX, "the interval is capped");
+            // The countdown runs out after exactly `interval - 1` more reads.
+            for _ in 0..CLOCK_EVERY_MAX - 1 {
+                assert!(!clock_due());
+            }
+            assert!(clock_due());
+            clock_read(true);
+            assert_eq!(countdown(), CLOCK_EVERY_MIN - 1, "a due reading resets");
+            clock_read(false);
+            saw_bias();
+            clock_read(false);
+            assert_eq!(
+                countdown(),
+                2 * CLOCK_EVERY_MIN - 1,
+                "seeing the bias on restarts the doubling"
+            );
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_read_skips_the_word_only_on_its_hinted_lock_with_count_left() {
+        std::thread::spawn(|| {
+            assert_eq!(unbiased_read(0x1000), None, "no hint yet");
+            set_unbiased(0x1000);
+            // Count 0: the read must look at the word.
+            assert_eq!(unbiased_read(0x1000), Some(false));
+            clock_read(false);
+            let left = countdown();
+            assert_eq!(unbiased_read(0x1000), Some(true));
+            assert_eq!(countdown(), left - 1, "a quiet read counts down");
+            assert_eq!(unbiased_read(0x2000), None, "another lock: no hint");
+        })
+        .join()
+        .unwrap();
+    }
+}
