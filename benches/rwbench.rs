@@ -41,6 +41,7 @@ options (lists are comma-separated):
   --out DIR          where results.csv and the SVG plots go (default target/rwbench)
   --markdown [PATH]  also write the Markdown report (default docs/results.md; the section for
                      this machine is replaced, other machines' sections are kept)
+  --list-locks       print the names of the default set of locks, one per line, and exit
   --full             the paper-like sweep: threads 1..16, writes 2,5,10,20,50,90,0.1,0.01,
                      pools 1..8192, 5 reps of 1 s (long: use on a big machine)
 ";
@@ -341,6 +342,12 @@ these figures support; absolute numbers depend on the machine.\n\n";
 
 fn main() -> ExitCode {
     let raw: Vec<String> = std::env::args().skip(1).collect();
+    if raw.iter().any(|a| a == "--list-locks") {
+        for lock in numa_rwlocks::registry::LOCKS {
+            println!("{}", lock.name);
+        }
+        return ExitCode::SUCCESS;
+    }
     let args = match parse(&raw) {
         Ok(a) => a,
         Err(e) if e.is_empty() => {
