@@ -12,7 +12,7 @@
 //!
 //! The paper hashes (lock address, thread identity) over the whole table
 //! (Mix32), so that concurrent readers of one lock write to different
-//! cache lines. It notes (Section 8) that nothing requires that particular
+//! cache lines. It notes (Section 7, future directions) that nothing requires that particular
 //! function. Here each thread has a *home block*, handed out in the order
 //! threads first read fast (block `k mod blocks` for the `k`-th thread), and
 //! its slot for a lock is the lock's Fibonacci hash, salted with the home's

@@ -89,15 +89,23 @@ pub(super) fn unbiased_read(lock: usize) -> Option<bool> {
             if h.unbiased.get() != lock {
                 return None;
             }
-            match h.clock.get() {
-                0 => Some(false),
-                n => {
-                    h.clock.set(n - 1);
-                    Some(true)
-                }
-            }
+            Some(count_down(h))
         })
         .unwrap_or(None)
+}
+
+/// Counts one slow read off the countdown to the next clock reading:
+/// `true` if it had not run out, `false` if a reading is due (the count
+/// stays 0 until `clock_read` sets it again).
+#[inline]
+fn count_down(h: &Hints) -> bool {
+    match h.clock.get() {
+        0 => false,
+        n => {
+            h.clock.set(n - 1);
+            true
+        }
+    }
 }
 
 /// Records the lock this thread last saw unbiased (0: none).
@@ -110,15 +118,7 @@ pub(super) fn set_unbiased(lock: usize) {
 /// `after_slow_read`); during thread teardown, always.
 #[inline]
 pub(super) fn clock_due() -> bool {
-    HINTS
-        .try_with(|h| match h.clock.get() {
-            0 => true,
-            n => {
-                h.clock.set(n - 1);
-                false
-            }
-        })
-        .unwrap_or(true)
+    HINTS.try_with(|h| !count_down(h)).unwrap_or(true)
 }
 
 /// A slow read found the bias on: forget the unbiased hint, and read
