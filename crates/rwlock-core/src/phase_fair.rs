@@ -33,6 +33,17 @@ pub(crate) const PHID: u64 = 0x1;
 /// Everything below the reader count.
 pub(crate) const LOW: u64 = RINC - 1;
 
+/// How many times one read acquisition may withdraw from a phase
+/// ([`ReaderCounts::withdraw`]) before it waits counted, like the papers'
+/// readers: a reader that leaves the CPU while it waits lets at most this
+/// many writer phases more go first.
+#[cfg(not(loom))]
+pub(crate) const MAX_WITHDRAWALS: u32 = 4;
+/// Inside a model one withdrawal per acquisition covers the path and keeps
+/// the state space small.
+#[cfg(loom)]
+pub(crate) const MAX_WITHDRAWALS: u32 = 1;
+
 /// Readers in (`rin`, with the writer bits) and out (`rout`).
 #[derive(Debug)]
 pub(crate) struct ReaderCounts {
@@ -72,6 +83,46 @@ impl ReaderCounts {
                 r,
                 r.wrapping_add(RINC),
                 Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => r = now,
+            }
+        }
+    }
+
+    /// Takes back the arrival of a reader that found writer bits `w` and
+    /// has not been admitted: a waiting reader about to leave the CPU does
+    /// this so that the next writer does not count it (and wait for it to
+    /// run again). Returns false, changing nothing, if the bits are no
+    /// longer `w`: the reader was admitted (its writer left, or the next
+    /// writer announced and counts it) and holds the lock.
+    ///
+    /// Why only while the bits are `w`: the reader arrived after the writer
+    /// of `w` announced (that is how it saw `w`), so that writer's
+    /// `rticket` does not count it, and no later writer has announced (the
+    /// next one has the other phase bit, counts the reader and cannot
+    /// finish before it departs, so the bits cannot come back to `w` in
+    /// between). Nobody is waiting for this reader, and taking it out of
+    /// `rin` is exact for every later `rticket`. Taking it out once the
+    /// bits changed would be wrong: a writer counted it. Adding to `rout`
+    /// instead would be wrong too: the present writer's `rticket` does
+    /// not count it, and a departure it does not expect could match the
+    /// count while an earlier reader is still inside.
+    #[inline]
+    pub(crate) fn withdraw(&self, w: u64) -> bool {
+        // Relaxed: the reader has read nothing under the lock, and nobody
+        // waits for `rin` to go down (writers wait for `rout`); the CAS is
+        // ordered with every announcement by rin's modification order.
+        let mut r = self.rin.load(Ordering::Relaxed);
+        loop {
+            if r & WBITS != w {
+                return false;
+            }
+            match self.rin.compare_exchange_weak(
+                r,
+                r.wrapping_sub(RINC),
+                Ordering::Relaxed,
                 Ordering::Relaxed,
             ) {
                 Ok(_) => return true,

@@ -119,11 +119,7 @@ pub const PATIENCE: Duration = Duration::from_millis(1);
 
 /// The process's default limit: the CPUs it may run on.
 fn default_limit() -> u32 {
-    use std::sync::OnceLock;
-    static LIMIT: OnceLock<u32> = OnceLock::new();
-    *LIMIT.get_or_init(|| {
-        std::thread::available_parallelism().map_or(1, |n| n.get().min(u32::MAX as usize) as u32)
-    })
+    wait::running_cpus()
 }
 
 /// The admission gate: what [`Restricted`] puts in front of a lock, for a

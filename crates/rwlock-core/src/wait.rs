@@ -13,6 +13,14 @@
 //! [`SpinYieldPark`]. [`SpinYield`] never parks (it still never spins without
 //! yielding) and exists to measure what parking costs.
 //!
+//! A waiter that holds a claim others wait on (a phase-fair reader counted in
+//! a phase) waits with [`Backoff::snooze_or_retreat`]: where it would yield or
+//! park while this thread's recent yields gave the CPU to other threads (the
+//! kernel's per-thread count of context switches says so), it is told to give
+//! the claim up first. With a core for every running thread the yields find
+//! nobody else to run and nothing changes; with more threads than cores no
+//! writer waits for a reader that is not running.
+//!
 //! Two parking primitives:
 //! - [`Waiters`]: a waiter count embedded in a lock. A thread waiting for the
 //!   lock state to change registers, reads a wake epoch, re-checks the state,
@@ -91,6 +99,17 @@ pub enum Snooze {
     Waited,
     /// The policy says park now.
     Park,
+    /// Give up your claim, then call again
+    /// ([`Backoff::snooze_or_retreat`] only).
+    Retreat,
+}
+
+/// Whether a snooze measures its yields, and may answer `Retreat`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Watch {
+    No,
+    Measure,
+    CanRetreat,
 }
 
 /// Progressive backoff for one wait (compare crossbeam-utils' `Backoff`, which
@@ -120,6 +139,39 @@ impl<W: WaitPolicy> Backoff<W> {
     /// Waits a little longer than last time, or says it is time to park.
     #[inline]
     pub fn snooze(&mut self) -> Snooze {
+        self.snooze_inner(Watch::No)
+    }
+
+    /// Like [`snooze`](Self::snooze), for a waiter that holds a claim
+    /// other threads may wait on, and that it can give up (a phase-fair
+    /// reader counted in a phase). Where `snooze` would leave the CPU
+    /// (yield or park) while this thread shares its CPU with other
+    /// runnable threads, it returns [`Snooze::Retreat`] instead, without
+    /// waiting: the caller gives its claim up, so that nobody waits for a
+    /// thread that is not running, and calls again. Pass `can_retreat ==
+    /// false` once the claim is given up: the wait goes on as `snooze`'s.
+    ///
+    /// "Shares its CPU": one of the last [`SHARED_MEMORY`] yields this
+    /// thread measured here gave the CPU to another thread (the kernel
+    /// counted one more context switch of this thread, which happens only
+    /// when another thread was waiting for the CPU; on targets other than
+    /// Linux, the yield took longer than [`LEFT_CPU_AFTER`]). With a core
+    /// for every running thread, yields find nobody else to run, and this
+    /// never returns `Retreat`. Each yield costs two `getrusage` calls
+    /// beside the `sched_yield`. Inside a loom model it returns `Retreat`
+    /// where `snooze` would park (so that the models take the path).
+    #[inline]
+    pub fn snooze_or_retreat(&mut self, can_retreat: bool) -> Snooze {
+        self.snooze_inner(if can_retreat {
+            Watch::CanRetreat
+        } else {
+            Watch::Measure
+        })
+    }
+
+    #[inline]
+    fn snooze_inner(&mut self, watch: Watch) -> Snooze {
+        let retreat = watch == Watch::CanRetreat && cpu_shared_lately();
         if cfg!(loom) {
             // Inside a model: one scheduling point, then park (see module docs).
             if self.step == 0 {
@@ -127,18 +179,31 @@ impl<W: WaitPolicy> Backoff<W> {
                 spin_loop();
                 return Snooze::Waited;
             }
-            return Snooze::Park;
+            return if retreat {
+                Snooze::Retreat
+            } else {
+                Snooze::Park
+            };
         }
         if self.step < W::SPIN_ROUNDS {
             for _ in 0..(1u32 << self.step.min(16)) {
                 spin_loop();
             }
         } else if self.step - W::SPIN_ROUNDS < W::YIELD_ROUNDS || !W::PARK {
+            if retreat {
+                return Snooze::Retreat;
+            }
             if self.step == W::SPIN_ROUNDS {
                 note_deep_wait();
             }
-            yield_now();
+            match watch {
+                Watch::No => yield_now(),
+                Watch::Measure | Watch::CanRetreat => yield_measured(),
+            }
         } else {
+            if retreat {
+                return Snooze::Retreat;
+            }
             if W::YIELD_ROUNDS == 0 && self.step == W::SPIN_ROUNDS {
                 note_deep_wait();
             }
@@ -155,6 +220,86 @@ impl<W: WaitPolicy> Backoff<W> {
             return self.step > 0;
         }
         W::PARK && self.step >= W::SPIN_ROUNDS.saturating_add(W::YIELD_ROUNDS)
+    }
+}
+
+/// The CPUs the process may run on ([`std::thread::available_parallelism`],
+/// which honours affinity masks and cgroup quotas), at least 1; read once.
+pub fn running_cpus() -> u32 {
+    use std::sync::OnceLock;
+    static CPUS: OnceLock<u32> = OnceLock::new();
+    *CPUS.get_or_init(|| {
+        std::thread::available_parallelism().map_or(1, |n| n.get().min(u32::MAX as usize) as u32)
+    })
+}
+
+/// On targets without a per-thread context-switch count, a yield that
+/// took at least this long is taken to have given the CPU to another
+/// thread (a `sched_yield` that finds nobody else to run returns in well
+/// under a microsecond).
+pub const LEFT_CPU_AFTER: core::time::Duration = core::time::Duration::from_micros(20);
+
+/// How many measured yields in a row that found the CPU free it takes
+/// before a thread whose yield last gave its CPU away stops counting as
+/// sharing it ([`Backoff::snooze_or_retreat`]).
+pub const SHARED_MEMORY: u8 = 64;
+
+std::thread_local! {
+    /// Counts down from [`SHARED_MEMORY`] after a yield that gave the CPU
+    /// away, one step per measured yield that did not.
+    static CPU_SHARED: core::cell::Cell<u8> = const { core::cell::Cell::new(0) };
+}
+
+/// Whether one of this thread's last [`SHARED_MEMORY`] measured yields
+/// gave its CPU to another thread.
+#[inline]
+fn cpu_shared_lately() -> bool {
+    cfg!(loom) || CPU_SHARED.with(|c| c.get() != 0)
+}
+
+/// Yields, and remembers for [`cpu_shared_lately`] whether another thread
+/// ran on this CPU meanwhile.
+#[cold]
+fn yield_measured() {
+    let left = yield_switched();
+    CPU_SHARED.with(|c| {
+        c.set(if left {
+            SHARED_MEMORY
+        } else {
+            c.get().saturating_sub(1)
+        })
+    });
+}
+
+/// Yields, and says whether another thread ran on this CPU meanwhile.
+fn yield_switched() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // A yield that switches to another thread counts as an involuntary
+        // context switch of the yielding one (the task stays runnable).
+        fn switches() -> Option<libc::c_long> {
+            let mut usage = core::mem::MaybeUninit::<libc::rusage>::uninit();
+            // SAFETY: getrusage writes a whole `rusage` on success and
+            // nothing else; we read it only then.
+            unsafe {
+                (libc::getrusage(libc::RUSAGE_THREAD, usage.as_mut_ptr()) == 0)
+                    .then(|| usage.assume_init().ru_nivcsw)
+            }
+        }
+        let before = switches();
+        yield_now();
+        match (before, switches()) {
+            (Some(a), Some(b)) => b != a,
+            // getrusage cannot fail with these arguments; if it did, assume
+            // the worst case, like a heavily loaded machine.
+            _ => true,
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let start = std::time::Instant::now();
+        yield_now();
+        start.elapsed() >= LEFT_CPU_AFTER
     }
 }
 
@@ -327,7 +472,31 @@ impl Waiters {
         if ready() {
             return;
         }
-        self.wait_slow::<W>(&mut ready, &|| {})
+        self.wait_slow::<W>(&mut ready, &|| {}, None)
+    }
+
+    /// Like [`wait_until`](Self::wait_until), but where the waiter would
+    /// leave a CPU that other threads are waiting for (it yields or parks
+    /// while threads outnumber cores: [`Backoff::snooze_or_retreat`]), it
+    /// calls `retreat` once first, then goes on waiting for `ready()`.
+    ///
+    /// A waiter that has to share its CPU may not get it back for a time
+    /// slice; `retreat` gives up a claim that other threads would otherwise
+    /// wait on meanwhile: a phase-fair reader withdraws from the reader
+    /// phase it was counted in, so the next writer does not wait for a
+    /// thread that is not running. With no more threads than cores the
+    /// yields find nobody else to run, and `retreat` is never called.
+    /// `retreat` runs on the calling thread, outside any lock.
+    #[inline]
+    pub fn wait_until_or_retreat<W: WaitPolicy>(
+        &self,
+        mut ready: impl FnMut() -> bool,
+        mut retreat: impl FnMut(),
+    ) {
+        if ready() {
+            return;
+        }
+        self.wait_slow::<W>(&mut ready, &|| {}, Some(&mut retreat))
     }
 
     /// Like [`wait_until`](Self::wait_until), for wakers that change the
@@ -353,7 +522,7 @@ impl Waiters {
         if ready() {
             return;
         }
-        self.wait_slow::<W>(&mut ready, &barrier)
+        self.wait_slow::<W>(&mut ready, &barrier, None)
     }
 
     /// The waker's side of
@@ -371,15 +540,33 @@ impl Waiters {
     }
 
     /// Spins, yields, then parks, running `barrier` before each re-check
-    /// under the bucket lock (a no-op for `wait_until`).
+    /// under the bucket lock (a no-op for `wait_until`), and `retreat`
+    /// once, when the backoff says so ([`Backoff::snooze_or_retreat`]).
     #[cold]
-    fn wait_slow<W: WaitPolicy>(&self, ready: &mut dyn FnMut() -> bool, barrier: &dyn Fn()) {
+    fn wait_slow<W: WaitPolicy>(
+        &self,
+        ready: &mut dyn FnMut() -> bool,
+        barrier: &dyn Fn(),
+        mut retreat: Option<&mut dyn FnMut()>,
+    ) {
         let mut backoff = Backoff::<W>::new();
+        let watched = retreat.is_some();
         loop {
             if ready() {
                 return;
             }
-            if backoff.snooze() == Snooze::Park {
+            let snooze = if watched {
+                backoff.snooze_or_retreat(retreat.is_some())
+            } else {
+                backoff.snooze()
+            };
+            if snooze == Snooze::Retreat {
+                if let Some(r) = retreat.take() {
+                    r();
+                }
+                continue;
+            }
+            if snooze == Snooze::Park {
                 self.park_after(ready, barrier);
             }
         }
@@ -523,6 +710,26 @@ impl Latch {
         while !self.is_open() {
             if backoff.snooze() == Snooze::Park {
                 self.park();
+            }
+        }
+    }
+
+    /// Like [`wait`](Self::wait), calling `retreat` once where the wait
+    /// would leave a CPU that other threads are waiting for (see
+    /// [`Waiters::wait_until_or_retreat`]).
+    #[inline]
+    pub fn wait_or_retreat<W: WaitPolicy>(&self, retreat: impl FnOnce()) {
+        let mut backoff = Backoff::<W>::new();
+        let mut retreat = Some(retreat);
+        while !self.is_open() {
+            match backoff.snooze_or_retreat(retreat.is_some()) {
+                Snooze::Waited => {}
+                Snooze::Park => self.park(),
+                Snooze::Retreat => {
+                    if let Some(r) = retreat.take() {
+                        r();
+                    }
+                }
             }
         }
     }
@@ -691,6 +898,54 @@ mod tests {
     use super::*;
     use std::sync::Arc;
     use std::sync::atomic::AtomicBool;
+
+    #[test]
+    fn a_yield_among_busy_threads_counts_as_sharing_the_cpu_and_retreats() {
+        // Twice as many busy threads as CPUs: some yield of ours gives the
+        // CPU to one of them.
+        let stop = Arc::new(AtomicBool::new(false));
+        let busy: Vec<_> = (0..2 * running_cpus())
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    // Relaxed: a trigger only.
+                    while !stop.load(Ordering::Relaxed) {
+                        core::hint::spin_loop();
+                    }
+                })
+            })
+            .collect();
+        let shared = (0..10_000).any(|_| {
+            yield_measured();
+            cpu_shared_lately()
+        });
+        // Relaxed: a trigger only.
+        stop.store(true, Ordering::Relaxed);
+        for t in busy {
+            t.join().unwrap();
+        }
+        assert!(
+            shared,
+            "10 000 yields among busy threads never left the CPU"
+        );
+        // The backoff of a waiter with a claim now says to give it up where
+        // it would yield, and a waiter without one yields.
+        let mut b = Backoff::<SpinYieldPark>::new();
+        let mut snoozes = 0;
+        let first = loop {
+            match b.snooze_or_retreat(true) {
+                Snooze::Waited => snoozes += 1,
+                other => break other,
+            }
+        };
+        assert_eq!(first, Snooze::Retreat);
+        assert_eq!(
+            snoozes,
+            SpinYieldPark::SPIN_ROUNDS,
+            "retreated before spinning out"
+        );
+        assert_eq!(b.snooze_or_retreat(false), Snooze::Waited);
+    }
 
     #[test]
     fn backoff_reaches_park_only_with_parking_policy() {
