@@ -38,16 +38,17 @@
 //!   opens the latch of every reader it took out (reading each `next` before
 //!   opening: the node may vanish right after), and releases `LOCKED` with the
 //!   phase toggled.
-//!
 //! - **Withdrawal** (not in the paper), as in PF-T: a queued reader that
 //!   would leave a CPU other threads are waiting for takes its arrival back
 //!   from `rin` while the writer bits are still those it found
-//!   (`ReaderCounts::withdraw` in the shared reader side). It stays in the queue:
-//!   the writer opens its latch as usual, and the reader then arrives anew.
+//!   (`ReaderCounts::withdraw` in the shared reader side). It stays in the
+//!   queue: the writer opens its latch as usual, and the reader then
+//!   arrives anew.
 //!
 //! Readers wait for at most one writer phase (five, for a reader that
-//! withdraws) and writers for at most one reader phase, as in PF-T; writers are FIFO among themselves except that a
-//! writer arriving at an empty queue may take a free lock directly.
+//! withdraws) and writers for at most one reader phase, as in PF-T;
+//! writers are FIFO among themselves except that a writer arriving at an
+//! empty queue may take a free lock directly.
 //!
 //! One hazard user space cannot avoid (qspinlock disables preemption
 //! instead): a queued writer preempted between its swap into `wtail` and
@@ -198,10 +199,7 @@ impl<W: WaitPolicy> PfQueue<W> {
         // stays in its list until then.
         let mut withdrawn = false;
         node.latch.wait_or_retreat::<W>(|| {
-            if *withdrawals_left > 0 && self.readers.withdraw(w) {
-                *withdrawals_left -= 1;
-                withdrawn = true;
-            }
+            withdrawn = self.readers.withdraw_within(w, withdrawals_left);
         });
         withdrawn
     }
@@ -530,8 +528,8 @@ mod tests {
             let mut p = l.rtail[0].load(Ordering::Acquire);
             while !p.is_null() && p != closed() {
                 n += 1;
-                // SAFETY: a queued node lives until the writer we hold the
-                // lock as opens its latch, which only our unlock below does.
+                // A queued node lives until its latch opens: only our unlock.
+                // SAFETY: so `p`, queued, is alive.
                 p = unsafe { (*p).next.load(Ordering::Relaxed) };
             }
             n

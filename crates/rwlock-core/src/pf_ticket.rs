@@ -52,8 +52,8 @@
 //!   [`Backoff::snooze_or_retreat`](crate::wait::Backoff::snooze_or_retreat))
 //!   first takes its arrival back, with a CAS that subtracts `RINC` from
 //!   `rin` only while the writer bits are still its `w`
-//!   (`ReaderCounts::withdraw` in the shared reader side). Then it waits for the
-//!   bits to change and arrives anew. While the bits are `w`, the writer
+//!   (`ReaderCounts::withdraw` in the shared reader side). Then it waits
+//!   for the bits to change and arrives anew. While the bits are `w`, the writer
 //!   of `w` does not count the reader (it announced first) and no later
 //!   writer has announced (it would count the reader, and cannot finish
 //!   before the reader departs), so no writer waits for a withdrawn
@@ -62,9 +62,9 @@
 //!   descheduled: the writer waited about 50 µs for them to run again
 //!   (`writer_latency`, 16 threads: p50/p99 45/100 µs before, 0.1/0.3 µs
 //!   with it; `docs/restriction.md`). A reader withdraws at most
-//!   `MAX_WITHDRAWALS` (4) times per acquisition, so it
-//!   waits for at most 5 writer phases; one that keeps its CPU waits for
-//!   one, as in the paper.
+//!   `MAX_WITHDRAWALS` (4) times per acquisition, so it waits for at most
+//!   5 writer phases; one that keeps its CPU waits for one, as in the
+//!   paper.
 //!
 //! The reader side (`rin`, `rout`) is shared with PF-Q (module
 //! `phase_fair`); its counters are 64 bits wide so that forgotten read
@@ -146,13 +146,12 @@ impl<W: WaitPolicy> PfTicket<W> {
             // clear in rin's modification order.
             self.waiters.wait_until_or_retreat::<W>(
                 || self.readers.rin.load(Ordering::Acquire) & WBITS != w,
-                || withdrawn = withdrawals_left > 0 && self.readers.withdraw(w),
+                || withdrawn = self.readers.withdraw_within(w, &mut withdrawals_left),
             );
             if !withdrawn {
                 return;
             }
             // Withdrawn, and the writer of `w` has left: arrive anew.
-            withdrawals_left -= 1;
             w = self.readers.arrive();
             if w == 0 {
                 return;

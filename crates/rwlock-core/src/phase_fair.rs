@@ -131,6 +131,18 @@ impl ReaderCounts {
         }
     }
 
+    /// [`withdraw`](Self::withdraw), if `left` (the acquisition's
+    /// remaining [`MAX_WITHDRAWALS`]) allows; counts the withdrawal.
+    #[inline]
+    pub(crate) fn withdraw_within(&self, w: u64, left: &mut u32) -> bool {
+        if *left > 0 && self.withdraw(w) {
+            *left -= 1;
+            true
+        } else {
+            false
+        }
+    }
+
     /// Counts the reader out. The caller then wakes parked writers.
     #[inline]
     pub(crate) fn depart(&self) {
