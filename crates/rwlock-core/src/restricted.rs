@@ -44,9 +44,12 @@
 //! ```
 //!
 //! Engaged slow path (GCR's `Lock`, Figure 2 lines 1–20): if
-//! `active < limit`, `active += 1` (one CAS) and acquire `L`; otherwise
-//! take a passive ticket and sleep until it is the queue's head (the
-//! *standby*). The standby polls, asleep between polls ([`POLL`]), for
+//! `active < limit`, `active += 1` (one CAS) and acquire `L`. At the
+//! limit, a thread whose CPU is shared (one of its recent measured yields
+//! gave the CPU to another thread: [`wait::cpu_shared_lately`]) takes a
+//! passive ticket and sleeps until it is the queue's head (the
+//! *standby*); a thread whose yields found nobody else to run is admitted
+//! past the limit, since with a core of its own it delays nobody. The standby polls, asleep between polls ([`POLL`]), for
 //! `active < limit`, and after [`PATIENCE`] forces its way in
 //! (`active += 1` even at the limit: GCR's periodic promotion, its
 //! `numAcqs % THRESHOLD` check). Either way it advances `head` and wakes
@@ -58,16 +61,27 @@
 //!
 //! `limit` is the number of CPUs the process may run on
 //! ([`std::thread::available_parallelism`], which honours affinity masks
-//! and cgroup quotas), at least 1, unless a lock is built with
-//! [`Restricted::with_limit`].
+//! and cgroup quotas) less one, at least 1, unless a lock is built with
+//! [`Restricted::with_limit`]. The holder of `L` is not counted (it left
+//! the active set when it acquired), so the CPU left over is the one it
+//! runs on: holder and admitted waiters together fit the CPUs, and a
+//! hand-off inside `L` goes to a waiter that has a CPU. With `limit`
+//! equal to the CPUs (the first version: a holder and two waiters on 2
+//! CPUs), 1 to 10% of a writer's acquisitions of the cohort mutex took
+//! about 10 µs, nearly all of them a yield that gave its CPU away
+//! (`docs/restriction.md`). A bare [`Gate`], whose user counts a whole
+//! slow path (prwlock), admits as many waiters as there are CPUs: one
+//! fewer cost prwlock 0.6 to 0.7× at 2 threads.
 //!
 //! # Guarantees
 //!
 //! - Mutual exclusion, reader sharing, and every ordering are `L`'s: the
 //!   gate only delays threads before they call into `L`.
-//! - With no more waiting writers than `limit` nobody is ever passive, so
-//!   `L`'s fairness holds unchanged (phase fairness for PF-T and PF-Q, the
-//!   cohort hand-off bound, writer or reader preference).
+//! - A thread whose yields find nobody else to run is never passive, so
+//!   where every thread has a core of its own `L`'s fairness holds
+//!   unchanged (phase fairness for PF-T and PF-Q, the cohort hand-off
+//!   bound, writer or reader preference); so it does with no more waiting
+//!   writers than `limit`.
 //! - With more, `L`'s fairness holds among the admitted waiters; a passive
 //!   thread is admitted at the latest [`PATIENCE`] after it became the
 //!   head of the passive queue, so one that finds `q` threads ahead of it
@@ -117,9 +131,10 @@ pub const POLL: Duration = Duration::from_micros(100);
 /// forces its way in (GCR's periodic promotion: long-term fairness).
 pub const PATIENCE: Duration = Duration::from_millis(1);
 
-/// The process's default limit: the CPUs it may run on.
-fn default_limit() -> u32 {
-    wait::running_cpus()
+/// The process's default limit: the CPUs it may run on, less `reserved`
+/// (at least 1).
+fn default_limit(reserved: u32) -> u32 {
+    wait::running_cpus().saturating_sub(reserved).max(1)
 }
 
 /// The admission gate: what [`Restricted`] puts in front of a lock, for a
@@ -145,8 +160,11 @@ pub struct Gate {
     head: AtomicU32,
     /// Passive tickets handed out.
     tail: AtomicU32,
-    /// 0: the process's default (the CPUs it may run on).
+    /// 0: the process's default (the CPUs it may run on, less `reserved`).
     limit: u32,
+    /// CPUs the default limit leaves to threads that are not counted
+    /// ([`Restricted`]'s holders: 1; [`Gate::new`]: 0).
+    reserved: u32,
 }
 
 impl Default for Gate {
@@ -173,14 +191,24 @@ impl Gate {
     }
 
     /// A disengaged gate that admits at most `limit` waiters at a time
-    /// once engaged (0: as many as the process has CPUs).
+    /// once engaged (0: as many as the process has CPUs), beyond which
+    /// threads whose CPU is shared go passive.
     pub const fn with_limit(limit: u32) -> Self {
         Gate {
             word: AtomicU64::new(0),
             head: AtomicU32::new(0),
             tail: AtomicU32::new(0),
             limit,
+            reserved: 0,
         }
+    }
+
+    /// [`Restricted`]'s gate: its default limit leaves one CPU to the
+    /// holder, which is not counted (`limit` 0: the CPUs less one).
+    const fn for_restricted(limit: u32) -> Self {
+        let mut gate = Self::with_limit(limit);
+        gate.reserved = 1;
+        gate
     }
 
     /// Whether the gate is engaged now (a snapshot).
@@ -232,7 +260,7 @@ impl Gate {
     #[inline]
     fn limit(&self) -> u64 {
         u64::from(if self.limit == 0 {
-            default_limit()
+            default_limit(self.reserved)
         } else {
             self.limit
         })
@@ -279,14 +307,21 @@ impl Gate {
         self.word.fetch_or(ENGAGED, Ordering::Relaxed);
     }
 
-    /// One admission attempt (`force`: even at the limit).
+    /// One admission attempt (`force`: even at the limit). At the limit,
+    /// a thread whose CPU is not shared ([`wait::cpu_shared_lately`]) is
+    /// admitted all the same: passivity is for threads that compete for
+    /// CPUs, so that where threads ≤ cores `L` is never reordered.
     fn try_admit(&self, force: bool) -> bool {
         let limit = self.limit();
+        let mut past_limit = force;
         // Relaxed: the CAS below re-reads it.
         let mut w = self.word.load(Ordering::Relaxed);
         loop {
-            if !force && w & ACTIVE_MASK >= limit {
-                return false;
+            if !past_limit && w & ACTIVE_MASK >= limit {
+                if wait::cpu_shared_lately() {
+                    return false;
+                }
+                past_limit = true;
             }
             let streak = w >> STREAK_SHIFT;
             let next = if force || self.passive_waiters() != 0 {
@@ -432,17 +467,18 @@ pub struct Restricted<L> {
 }
 
 impl<L> Restricted<L> {
-    /// `inner` behind a gate that admits as many waiters as the process
-    /// has CPUs.
+    /// `inner` behind a gate that admits one waiter fewer than the process
+    /// has CPUs (at least 1), leaving a CPU to the holder.
     pub const fn new(inner: L) -> Self {
         Self::with_limit(inner, 0)
     }
 
     /// `inner` behind a gate that admits at most `limit` waiters at a time
-    /// once engaged (0: as many as the process has CPUs).
+    /// once engaged (0: one fewer than the process has CPUs, at least 1),
+    /// beyond which threads whose CPU is shared go passive.
     pub const fn with_limit(inner: L, limit: u32) -> Self {
         Restricted {
-            gate: GateLine(Gate::with_limit(limit)),
+            gate: GateLine(Gate::for_restricted(limit)),
             inner,
         }
     }
@@ -907,6 +943,8 @@ mod tests {
             let handles: Vec<_> = (0..6)
                 .map(|_| {
                     s.spawn(|| {
+                        // Passivity is for threads whose CPU is shared.
+                        crate::wait::set_cpu_shared(true);
                         let g = lock.lock_exclusive();
                         // SAFETY: our write.
                         unsafe { lock.unlock_exclusive(g) };
@@ -943,7 +981,9 @@ mod tests {
         lock.engage();
         // Occupy the only slot without ever leaving it.
         assert!(lock.try_admit(false));
-        // The slow path (the lock itself is free): passive, then forced in.
+        // The slow path (the lock itself is free), by a thread whose CPU is
+        // shared: passive, then forced in.
+        crate::wait::set_cpu_shared(true);
         let t0 = Instant::now();
         let g = lock.admitted(PfTicket::lock_shared);
         let took = t0.elapsed();
@@ -955,6 +995,46 @@ mod tests {
         );
         // Relaxed: single-threaded; our own slot is still taken.
         assert_eq!(u64::from(lock.gate().active()), 1);
+    }
+
+    /// At the limit, a thread whose CPU is not shared (its yields found
+    /// nobody else to run: threads ≤ cores) is admitted at once instead of
+    /// going passive, so where every thread has a core `L`'s order is kept.
+    #[test]
+    fn a_thread_with_a_core_of_its_own_is_never_passive() {
+        let lock = Restricted::with_limit(PfTicket::<crate::wait::DefaultWait>::new(), 1);
+        lock.engage();
+        assert!(lock.try_admit(false));
+        crate::wait::set_cpu_shared(false);
+        let t0 = Instant::now();
+        let g = lock.admitted(PfTicket::lock_shared);
+        let took = t0.elapsed();
+        // SAFETY: our read.
+        unsafe { lock.unlock_shared(g) };
+        assert!(
+            took < PATIENCE,
+            "a thread with its own core waited {took:?} in the gate"
+        );
+        assert_eq!(lock.passive_waiters(), 0);
+        // Relaxed: single-threaded; our own slot is still taken.
+        assert_eq!(u64::from(lock.gate().active()), 1);
+    }
+
+    /// The default limit leaves a CPU to the holder (which is not counted),
+    /// while a bare [`Gate`] (whose users count their whole slow path)
+    /// admits as many waiters as there are CPUs.
+    #[test]
+    fn default_limits() {
+        let cpus = u64::from(crate::wait::running_cpus());
+        let restricted = Pft::INIT;
+        assert_eq!(restricted.gate().limit(), (cpus - 1).max(1));
+        assert_eq!(Gate::new().limit(), cpus);
+        assert_eq!(
+            Restricted::with_limit(PfTicket::<crate::wait::DefaultWait>::new(), 3)
+                .gate()
+                .limit(),
+            3
+        );
     }
 
     /// A panic inside `L`'s acquisition leaves the active set balanced.
@@ -987,6 +1067,7 @@ mod tests {
         std::thread::scope(|s| {
             for _ in 0..8 {
                 s.spawn(|| {
+                    crate::wait::set_cpu_shared(true);
                     for _ in 0..2_000 {
                         let mut g = m.lock();
                         let v = *g;

@@ -104,10 +104,10 @@ pub enum Snooze {
     Retreat,
 }
 
-/// Whether a snooze measures its yields, and may answer `Retreat`.
+/// Whether a snooze may answer `Retreat` (every snooze measures its
+/// yields).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Watch {
-    No,
     Measure,
     CanRetreat,
 }
@@ -137,9 +137,14 @@ impl<W: WaitPolicy> Backoff<W> {
     }
 
     /// Waits a little longer than last time, or says it is time to park.
+    ///
+    /// The first yield of each wait is measured: two `getrusage` calls
+    /// beside the `sched_yield` tell whether it gave the CPU to another
+    /// thread, which [`cpu_shared_lately`] reports (the restriction gate's
+    /// evidence that threads outnumber cores).
     #[inline]
     pub fn snooze(&mut self) -> Snooze {
-        self.snooze_inner(Watch::No)
+        self.snooze_inner(Watch::Measure)
     }
 
     /// Like [`snooze`](Self::snooze), for a waiter that holds a claim
@@ -157,8 +162,7 @@ impl<W: WaitPolicy> Backoff<W> {
     /// when another thread was waiting for the CPU; on targets other than
     /// Linux, the yield took longer than [`LEFT_CPU_AFTER`]). With a core
     /// for every running thread, yields find nobody else to run, and this
-    /// never returns `Retreat`. Each yield costs two `getrusage` calls
-    /// beside the `sched_yield`. Inside a loom model it returns `Retreat`
+    /// never returns `Retreat`. Inside a loom model it returns `Retreat`
     /// where `snooze` would park (so that the models take the path).
     #[inline]
     pub fn snooze_or_retreat(&mut self, can_retreat: bool) -> Snooze {
@@ -197,9 +201,13 @@ impl<W: WaitPolicy> Backoff<W> {
             if self.step == W::SPIN_ROUNDS {
                 note_deep_wait();
             }
-            match watch {
-                Watch::No => yield_now(),
-                Watch::Measure | Watch::CanRetreat => yield_measured(),
+            // A retreating waiter measures every yield (it asks after each);
+            // others measure the first of each wait, which is evidence
+            // enough for the gate at one `getrusage` pair per deep wait.
+            if watch == Watch::CanRetreat || self.step == W::SPIN_ROUNDS {
+                yield_measured();
+            } else {
+                yield_now();
             }
         } else {
             if retreat() {
@@ -252,10 +260,21 @@ std::thread_local! {
 }
 
 /// Whether one of this thread's last [`SHARED_MEMORY`] measured yields
-/// gave its CPU to another thread.
+/// gave its CPU to another thread: evidence that threads outnumber the
+/// CPUs this one runs on. Every [`Backoff`] measures the first yield of
+/// each wait. Inside a
+/// loom model: always.
 #[inline]
-fn cpu_shared_lately() -> bool {
+pub fn cpu_shared_lately() -> bool {
     cfg!(loom) || CPU_SHARED.with(|c| c.get() != 0)
+}
+
+/// Sets (or clears) this thread's evidence that its CPU is shared, as if
+/// its last measured yield had (or had not for [`SHARED_MEMORY`] yields)
+/// given the CPU away: for tests of what the evidence decides.
+#[cfg(test)]
+pub(crate) fn set_cpu_shared(shared: bool) {
+    CPU_SHARED.with(|c| c.set(if shared { SHARED_MEMORY } else { 0 }));
 }
 
 /// Yields, and remembers for [`cpu_shared_lately`] whether another thread
@@ -900,7 +919,7 @@ mod tests {
     use std::sync::atomic::AtomicBool;
 
     #[test]
-    fn a_yield_among_busy_threads_counts_as_sharing_the_cpu_and_retreats() {
+    fn a_wait_among_busy_threads_counts_as_sharing_the_cpu_and_retreats() {
         // Twice as many busy threads as CPUs: some yield of ours gives the
         // CPU to one of them.
         let stop = Arc::new(AtomicBool::new(false));
@@ -921,7 +940,11 @@ mod tests {
         // late.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         let shared = loop {
-            yield_measured();
+            // A plain wait: spins out, then its first yield is measured.
+            let mut wait = Backoff::<SpinYieldPark>::new();
+            for _ in 0..=SpinYieldPark::SPIN_ROUNDS {
+                assert_eq!(wait.snooze(), Snooze::Waited);
+            }
             if cpu_shared_lately() {
                 break true;
             }
@@ -936,7 +959,7 @@ mod tests {
         }
         assert!(
             shared,
-            "5 s of yields among busy threads never left the CPU"
+            "5 s of waits among busy threads never yielded the CPU away"
         );
         // The backoff of a waiter with a claim now says to give it up where
         // it would yield, and a waiter without one yields.
