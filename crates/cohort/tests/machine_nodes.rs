@@ -8,13 +8,7 @@
 
 mod support;
 
-use std::time::Instant;
-
-use cohort::{Cohort, PartitionedTicket, TicketLock};
-use lock_api::RawMutex;
-use rwlock_core::testing::{self, StressConfig};
 use rwlock_core::topology::{self, Topology};
-use support::Pinned;
 
 /// The detected topology, checked against what qemu was given.
 fn machine() -> &'static Topology {
@@ -34,44 +28,11 @@ fn machine() -> &'static Topology {
 #[test]
 #[ignore = "runs inside the 2-node VM (scripts/vm-test sets RWLOCK_VM_NODES)"]
 fn every_variant_on_the_machines_nodes() {
-    let t = machine();
-    for_every_variant!(|name, L| {
-        let lock = Pinned(<L>::new());
-        let start = Instant::now();
-        for threads in [2, 8] {
-            testing::stress(&lock, &StressConfig::new(threads));
-        }
-        testing::stress_downgrade(&lock, &StressConfig::new(4));
-        assert!(lock.0.reader_slots() <= t.node_count());
-        eprintln!(
-            "{name}: {} nodes, 2+8+4 pinned threads in {:.2?}",
-            t.node_count(),
-            start.elapsed()
-        );
-    });
+    support::every_variant_pinned(machine().node_count());
 }
 
 #[test]
 #[ignore = "runs inside the 2-node VM (scripts/vm-test sets RWLOCK_VM_NODES)"]
 fn cohort_mutex_on_the_machines_nodes() {
-    let t = machine();
-    let m = Cohort::<PartitionedTicket, TicketLock>::new();
-    let count = std::sync::atomic::AtomicU64::new(0);
-    std::thread::scope(|s| {
-        for _ in 0..8 {
-            s.spawn(|| {
-                support::thread_number();
-                for _ in 0..20_000 {
-                    let g = m.lock();
-                    // Relaxed load/store pair: a lost update means two owners.
-                    let v = count.load(std::sync::atomic::Ordering::Relaxed);
-                    count.store(v + 1, std::sync::atomic::Ordering::Relaxed);
-                    // SAFETY: our own acquisition.
-                    unsafe { m.unlock(g) };
-                }
-            });
-        }
-    });
-    assert_eq!(count.into_inner(), 8 * 20_000);
-    assert_eq!(m.node_count(), t.node_count());
+    support::cohort_mutex_pinned(machine().node_count());
 }

@@ -5,13 +5,7 @@
 
 mod support;
 
-use std::time::Instant;
-
-use cohort::{Cohort, PartitionedTicket, TicketLock};
-use lock_api::RawMutex;
-use rwlock_core::testing::{self, StressConfig};
 use rwlock_core::topology::Topology;
-use support::Pinned;
 
 fn topology() -> &'static Topology {
     static INIT: std::sync::Once = std::sync::Once::new();
@@ -26,42 +20,10 @@ fn topology() -> &'static Topology {
 
 #[test]
 fn every_variant_on_two_pinned_nodes() {
-    topology();
-    for_every_variant!(|name, L| {
-        let lock = Pinned(<L>::new());
-        let start = Instant::now();
-        for threads in [2, 8] {
-            testing::stress(&lock, &StressConfig::new(threads));
-        }
-        testing::stress_downgrade(&lock, &StressConfig::new(4));
-        assert!(lock.0.reader_slots() <= 2);
-        eprintln!(
-            "{name}: 2 pinned nodes, 2+8+4 threads in {:.2?}",
-            start.elapsed()
-        );
-    });
+    support::every_variant_pinned(topology().node_count());
 }
 
 #[test]
 fn cohort_mutex_on_two_pinned_nodes() {
-    topology();
-    let m = Cohort::<PartitionedTicket, TicketLock>::new();
-    let count = std::sync::atomic::AtomicU64::new(0);
-    std::thread::scope(|s| {
-        for _ in 0..8 {
-            s.spawn(|| {
-                support::thread_number();
-                for _ in 0..20_000 {
-                    let g = m.lock();
-                    // Relaxed load/store pair: a lost update means two owners.
-                    let v = count.load(std::sync::atomic::Ordering::Relaxed);
-                    count.store(v + 1, std::sync::atomic::Ordering::Relaxed);
-                    // SAFETY: our own acquisition.
-                    unsafe { m.unlock(g) };
-                }
-            });
-        }
-    });
-    assert_eq!(count.into_inner(), 8 * 20_000);
-    assert_eq!(m.node_count(), 2);
+    support::cohort_mutex_pinned(topology().node_count());
 }

@@ -21,8 +21,9 @@ fn expected() -> Topology {
 
 /// Pins the calling thread to `cpu`.
 fn pin_to(cpu: usize) {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes
-    // inside it; sched_setaffinity(0, ..) affects the calling thread only.
+    // A zeroed cpu_set_t is a valid empty set, CPU_SET writes inside it,
+    // and sched_setaffinity(0, ..) affects the calling thread only.
+    // SAFETY: as just said.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu, &mut set);

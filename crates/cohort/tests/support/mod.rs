@@ -221,3 +221,50 @@ unsafe impl<L: OnNode> RawRwLockDowngrade for Spread<L> {
         unsafe { self.lock.downgrade(g) }
     }
 }
+
+/// Every variant's stress test with pinned threads (thread `n` on CPU
+/// `n`): 2 and 8 threads, then 4 that downgrade, on the global topology,
+/// which has `nodes` nodes. Prints each variant's time.
+pub fn every_variant_pinned(nodes: usize) {
+    use rwlock_core::testing::{self, StressConfig};
+    for_every_variant!(|name, L| {
+        let lock = Pinned(<L>::new());
+        let start = std::time::Instant::now();
+        for threads in [2, 8] {
+            testing::stress(&lock, &StressConfig::new(threads));
+        }
+        testing::stress_downgrade(&lock, &StressConfig::new(4));
+        assert!(lock.0.reader_slots() <= nodes);
+        eprintln!(
+            "{name}: {nodes} nodes, 2+8+4 pinned threads in {:.2?}",
+            start.elapsed()
+        );
+    });
+}
+
+/// The cohort mutex (C-PTL-TKT) with 8 pinned threads of 20,000
+/// acquisitions each, on the global topology of `nodes` nodes: a lost
+/// update of the counter means two owners at once.
+pub fn cohort_mutex_pinned(nodes: usize) {
+    use lock_api::RawMutex;
+    use std::sync::atomic::AtomicU64;
+    let m = Cohort::<cohort::PartitionedTicket, TicketLock>::new();
+    let count = AtomicU64::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                thread_number();
+                for _ in 0..20_000 {
+                    let g = m.lock();
+                    // Relaxed load/store pair: a lost update means two owners.
+                    let v = count.load(Ordering::Relaxed);
+                    count.store(v + 1, Ordering::Relaxed);
+                    // SAFETY: our own acquisition.
+                    unsafe { RawMutex::unlock(&m, g) };
+                }
+            });
+        }
+    });
+    assert_eq!(count.into_inner(), 8 * 20_000);
+    assert_eq!(m.node_count(), nodes);
+}
