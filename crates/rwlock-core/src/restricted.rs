@@ -973,28 +973,36 @@ mod tests {
         assert!(!lock.is_locked());
     }
 
-    /// The passive queue's head gets in within PATIENCE (plus scheduling)
-    /// even while an admitted waiter occupies the only slot for good.
-    #[test]
-    fn a_passive_head_is_promoted_within_its_patience() {
+    /// How long a read through the engaged gate takes while another
+    /// admission holds the only slot for good, by a thread whose CPU is
+    /// (`cpu_shared`) or is not shared. Leaves that slot taken.
+    fn read_at_a_full_gate(cpu_shared: bool) -> Duration {
         let lock = Restricted::with_limit(PfTicket::<crate::wait::DefaultWait>::new(), 1);
         lock.engage();
         // Occupy the only slot without ever leaving it.
         assert!(lock.try_admit(false));
-        // The slow path (the lock itself is free), by a thread whose CPU is
-        // shared: passive, then forced in.
-        crate::wait::set_cpu_shared(true);
+        crate::wait::set_cpu_shared(cpu_shared);
         let t0 = Instant::now();
+        // The slow path (the lock itself is free).
         let g = lock.admitted(PfTicket::lock_shared);
         let took = t0.elapsed();
         // SAFETY: our read.
         unsafe { lock.unlock_shared(g) };
+        assert_eq!(lock.passive_waiters(), 0);
+        // Relaxed: single-threaded; the occupied slot is still taken.
+        assert_eq!(u64::from(lock.gate().active()), 1);
+        took
+    }
+
+    /// The passive queue's head gets in within PATIENCE (plus scheduling)
+    /// even while an admitted waiter occupies the only slot for good.
+    #[test]
+    fn a_passive_head_is_promoted_within_its_patience() {
+        let took = read_at_a_full_gate(true);
         assert!(
             took >= PATIENCE && took < PATIENCE + Duration::from_millis(500),
             "promoted after {took:?}, patience {PATIENCE:?}"
         );
-        // Relaxed: single-threaded; our own slot is still taken.
-        assert_eq!(u64::from(lock.gate().active()), 1);
     }
 
     /// At the limit, a thread whose CPU is not shared (its yields found
@@ -1002,22 +1010,11 @@ mod tests {
     /// going passive, so where every thread has a core `L`'s order is kept.
     #[test]
     fn a_thread_with_a_core_of_its_own_is_never_passive() {
-        let lock = Restricted::with_limit(PfTicket::<crate::wait::DefaultWait>::new(), 1);
-        lock.engage();
-        assert!(lock.try_admit(false));
-        crate::wait::set_cpu_shared(false);
-        let t0 = Instant::now();
-        let g = lock.admitted(PfTicket::lock_shared);
-        let took = t0.elapsed();
-        // SAFETY: our read.
-        unsafe { lock.unlock_shared(g) };
+        let took = read_at_a_full_gate(false);
         assert!(
             took < PATIENCE,
             "a thread with its own core waited {took:?} in the gate"
         );
-        assert_eq!(lock.passive_waiters(), 0);
-        // Relaxed: single-threaded; our own slot is still taken.
-        assert_eq!(u64::from(lock.gate().active()), 1);
     }
 
     /// The default limit leaves a CPU to the holder (which is not counted),
