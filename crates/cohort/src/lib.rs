@@ -18,14 +18,16 @@
 //! **Robust by default.** The reader-writer aliases above and [`Mutex`]
 //! put their writer mutex behind [`Restricted`] (GCR concurrency
 //! restriction, `rwlock_core::restricted`): once a waiter has had to yield,
-//! at most as many threads as the process has CPUs wait for the mutex, the
-//! rest sleep in a FIFO queue and are promoted within a millisecond each.
+//! at most one fewer threads than the process has CPUs wait for the mutex
+//! (the holder runs on the last), and the rest, if their CPU is shared,
+//! sleep in a FIFO queue and are promoted within a millisecond each.
 //! A FIFO cohort hand-off then goes to a thread that runs instead of one
 //! that is descheduled (without it C-RW-NP falls to 0.01× its 2-thread
-//! throughput at 16 threads on 2 cores; see `docs/restriction.md`). With no
-//! more waiters than CPUs nobody is ever held back, so the paper's
-//! hand-off bound and preferences hold unchanged; beyond that they hold
-//! among the admitted waiters. [`unrestricted`] has the algorithms alone.
+//! throughput at 16 threads on 2 cores; see `docs/restriction.md`). A
+//! thread whose yields find nobody else to run is never held back, so
+//! where every thread has a core the paper's hand-off bound and
+//! preferences hold unchanged; beyond that they hold among the admitted
+//! waiters. [`unrestricted`] has the algorithms alone.
 //!
 //! Every reader-writer lock is generic over its writer mutex
 //! ([`WriterMutex`]: any [`Cohort`], or a [`TicketLock`]) and its read

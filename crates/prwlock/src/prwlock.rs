@@ -96,8 +96,9 @@
 //! mutex, then the consensus: a writer costs a consensus anyway, so one
 //! more load is nothing, and a writer waiting for readers counts as
 //! active). Once such a wait has had to yield, at most as many threads as
-//! the process has CPUs wait at a time; the rest sleep in the gate's FIFO
-//! queue and are promoted within a millisecond each, and `PASS` goes to
+//! the process has CPUs wait at a time; the rest, if their CPU is shared
+//! (their yields gave it away), sleep in the gate's FIFO queue and are
+//! promoted within a millisecond each, and `PASS` goes to
 //! writers that run. The read fast path never touches the gate.
 //!
 //! It is not enough yet: at 16 threads on 2 cores (10% writes, empty
