@@ -104,11 +104,11 @@ pub enum Snooze {
     Retreat,
 }
 
-/// Whether a snooze may answer `Retreat` (every snooze measures its
-/// yields).
+/// Whether a snooze may answer `Retreat`. A retreating snooze measures
+/// every yield; a plain one, the first yield of each wait.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Watch {
-    Measure,
+    Plain,
     CanRetreat,
 }
 
@@ -144,7 +144,7 @@ impl<W: WaitPolicy> Backoff<W> {
     /// evidence that threads outnumber cores).
     #[inline]
     pub fn snooze(&mut self) -> Snooze {
-        self.snooze_inner(Watch::Measure)
+        self.snooze_inner(Watch::Plain)
     }
 
     /// Like [`snooze`](Self::snooze), for a waiter that holds a claim
@@ -169,7 +169,7 @@ impl<W: WaitPolicy> Backoff<W> {
         self.snooze_inner(if can_retreat {
             Watch::CanRetreat
         } else {
-            Watch::Measure
+            Watch::Plain
         })
     }
 
@@ -262,8 +262,7 @@ std::thread_local! {
 /// Whether one of this thread's last [`SHARED_MEMORY`] measured yields
 /// gave its CPU to another thread: evidence that threads outnumber the
 /// CPUs this one runs on. Every [`Backoff`] measures the first yield of
-/// each wait. Inside a
-/// loom model: always.
+/// each wait. Inside a loom model: always.
 #[inline]
 pub fn cpu_shared_lately() -> bool {
     cfg!(loom) || CPU_SHARED.with(|c| c.get() != 0)
