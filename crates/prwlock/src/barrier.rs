@@ -28,6 +28,16 @@
 //! [`barrier_mode`] reports it, [`force_fence_mode`] or the environment
 //! variable `PRWLOCK_FORCE_FENCE=1` select the fallback before first use.
 //!
+//! With prwlock's kernel helper loaded (the `prwlock_helper` module of
+//! `prwlock-sys`, device `/dev/prwlock`) the process runs in
+//! [`BarrierMode::KernelHelper`]: readers are the same, and a writer's heavy
+//! barrier becomes the module's consensus request, which interrupts only
+//! the CPUs running registered readers of the domain that have not
+//! reported the writer's version (paper Fig. 4 `AskForReport`; see
+//! `Domain`'s heavy barrier for when it still falls back to `membarrier`).
+//! `PRWLOCK_NO_KERNEL_HELPER=1` keeps the process on plain `membarrier`
+//! even when the device is there.
+//!
 //! Inside a loom model both barriers are `fence(SeqCst)` (loom cannot model
 //! an IPI; a SeqCst fence on each side is the guarantee `membarrier` gives).
 
@@ -36,10 +46,18 @@ use core::sync::atomic::{AtomicU8, Ordering as StdOrdering};
 
 /// How the process's prwlocks close the reader's store-load window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum BarrierMode {
     /// Readers run a compiler fence only; writers that need it run
-    /// `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`. The fast mode.
+    /// `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`. The fast mode
+    /// without the kernel helper.
     Membarrier,
+    /// As `Membarrier` for readers, who also register their status
+    /// records with the kernel helper (`/dev/prwlock`); writers that need
+    /// it ask the helper for consensus (IPIs to the CPUs of unreported
+    /// readers only) and park at once behind a reader the helper saw
+    /// leave its CPU.
+    KernelHelper,
     /// `membarrier` was refused or [`force_fence_mode`] asked for this:
     /// every reader acquisition and release runs a `fence(SeqCst)` (an
     /// `mfence` on x86-64), writers run nothing extra.
@@ -65,10 +83,22 @@ impl std::error::Error for ModeAlreadyChosen {}
 const UNDECIDED: u8 = 0;
 const MEMBARRIER: u8 = 1;
 const FENCE: u8 = 2;
+const KERNEL_HELPER: u8 = 3;
 
 /// The process-wide mode. Not a loom atomic: it is decided once, outside
 /// the protocol that the models check.
 static MODE: AtomicU8 = AtomicU8::new(UNDECIDED);
+
+/// The kernel helper's device, set before `MODE` says `KERNEL_HELPER`.
+#[cfg(not(loom))]
+static DEVICE: std::sync::OnceLock<prwlock_sys::Device> = std::sync::OnceLock::new();
+
+/// The kernel helper's device, in [`BarrierMode::KernelHelper`].
+#[cfg(not(loom))]
+#[inline]
+pub(crate) fn device() -> Option<&'static prwlock_sys::Device> {
+    DEVICE.get()
+}
 
 // linux/membarrier.h (libc 0.2 does not export these).
 const MEMBARRIER_CMD_QUERY: libc::c_int = 0;
@@ -90,18 +120,50 @@ fn membarrier(cmd: libc::c_int) -> libc::c_long {
 }
 
 /// The mode this process's prwlocks run in, choosing it now if no lock has
-/// been used yet: `Membarrier` when `MEMBARRIER_CMD_QUERY` lists
-/// `PRIVATE_EXPEDITED` and registering for it succeeds, and
-/// `PRWLOCK_FORCE_FENCE` is not set to a non-empty value other than `0`.
+/// been used yet: `KernelHelper` when `membarrier` works (as below) and
+/// `/dev/prwlock` opens and speaks this build's ABI, unless
+/// `PRWLOCK_NO_KERNEL_HELPER` is set (to a non-empty value other than `0`);
+/// else `Membarrier` when `MEMBARRIER_CMD_QUERY` lists `PRIVATE_EXPEDITED`
+/// and registering for it succeeds, and `PRWLOCK_FORCE_FENCE` is not set;
+/// else `Fence`.
 #[inline]
 pub fn barrier_mode() -> BarrierMode {
     // Acquire: pairs with the Release CAS in `decide`, so a thread that sees
-    // MEMBARRIER also sees the registration as done.
+    // MEMBARRIER also sees the registration as done (and KERNEL_HELPER, the
+    // device set).
     match MODE.load(StdOrdering::Acquire) {
         MEMBARRIER => BarrierMode::Membarrier,
+        KERNEL_HELPER => BarrierMode::KernelHelper,
         FENCE => BarrierMode::Fence,
         _ => decide(),
     }
+}
+
+/// The kernel helper's counters for this process (registered threads and
+/// records, consensus requests and the CPUs they interrupted), in
+/// [`BarrierMode::KernelHelper`]; `None` in the other modes.
+pub fn kernel_helper_stats() -> Option<prwlock_sys::Stats> {
+    #[cfg(not(loom))]
+    {
+        device().and_then(|d| d.stats().ok())
+    }
+    #[cfg(loom)]
+    {
+        None
+    }
+}
+
+/// Whether readers' light barrier is a compiler fence only (every mode but
+/// `Fence`).
+#[inline]
+pub(crate) fn is_asymmetric(mode: BarrierMode) -> bool {
+    mode != BarrierMode::Fence
+}
+
+/// Whether environment variable `name` is set to a non-empty value other
+/// than `0`.
+fn env_flag(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|v| !v.is_empty() && v.as_encoded_bytes() != b"0")
 }
 
 /// Selects [`BarrierMode::Fence`] for the rest of the process. Succeeds if
@@ -116,14 +178,17 @@ pub fn force_fence_mode() -> Result<(), ModeAlreadyChosen> {
 
 #[cold]
 fn decide() -> BarrierMode {
-    let forced = std::env::var_os("PRWLOCK_FORCE_FENCE")
-        .is_some_and(|v| !v.is_empty() && v.as_encoded_bytes() != b"0");
+    let forced = env_flag("PRWLOCK_FORCE_FENCE");
     let chosen = if cfg!(loom) {
         // Models treat both barriers as SeqCst fences; the reader paths
         // are the membarrier-mode ones.
         MEMBARRIER
     } else if !forced && probe_and_register() {
-        MEMBARRIER
+        if open_kernel_helper() {
+            KERNEL_HELPER
+        } else {
+            MEMBARRIER
+        }
     } else {
         FENCE
     };
@@ -134,11 +199,42 @@ fn decide() -> BarrierMode {
             Ok(_) => chosen,
             Err(other) => other,
         };
-    if mode == MEMBARRIER {
-        BarrierMode::Membarrier
-    } else {
-        BarrierMode::Fence
+    match mode {
+        MEMBARRIER => BarrierMode::Membarrier,
+        KERNEL_HELPER => BarrierMode::KernelHelper,
+        _ => BarrierMode::Fence,
     }
+}
+
+/// Opens the kernel helper's device (once per process) unless the
+/// environment says not to. A missing device is the common case and says
+/// nothing; a device that fails otherwise (an older module, permissions)
+/// is reported once on stderr, and the process runs with `membarrier`.
+#[cfg(not(loom))]
+fn open_kernel_helper() -> bool {
+    if env_flag("PRWLOCK_NO_KERNEL_HELPER") {
+        return false;
+    }
+    if DEVICE.get().is_some() {
+        return true;
+    }
+    match prwlock_sys::Device::open() {
+        Ok(dev) => {
+            // A racing `decide` may have set it first: either device works.
+            let _ = DEVICE.set(dev);
+            true
+        }
+        Err(prwlock_sys::Error::DeviceAbsent) => false,
+        Err(e) => {
+            eprintln!("prwlock: not using the kernel helper: {e}");
+            false
+        }
+    }
+}
+
+#[cfg(loom)]
+fn open_kernel_helper() -> bool {
+    false
 }
 
 fn probe_and_register() -> bool {
@@ -161,11 +257,12 @@ pub(crate) fn light() {
 /// `Membarrier`: a real fence in `Fence` mode.
 #[inline]
 pub(crate) fn light_in(mode: BarrierMode) {
-    match mode {
-        BarrierMode::Membarrier => light(),
+    if is_asymmetric(mode) {
+        light();
+    } else {
         // SeqCst fence: pairs with the writer's SeqCst fence before it
         // reads reader status (store-load ordering on both sides).
-        BarrierMode::Fence => crate::sync::fence(crate::sync::Ordering::SeqCst),
+        crate::sync::fence(crate::sync::Ordering::SeqCst);
     }
 }
 
@@ -196,11 +293,12 @@ fn expedited_membarrier() {
     std::process::abort();
 }
 
-/// The writer's side: one `membarrier` in `Membarrier` mode, a SeqCst fence
-/// otherwise (and in loom models).
+/// The writer's side: one `membarrier` in `Membarrier` and `KernelHelper`
+/// modes (the latter's targeted barrier is `Domain::heavy_barrier`, which
+/// falls back to this), a SeqCst fence otherwise (and in loom models).
 #[cold]
 pub(crate) fn heavy() {
-    if !cfg!(loom) && barrier_mode() == BarrierMode::Membarrier {
+    if !cfg!(loom) && is_asymmetric(barrier_mode()) {
         expedited_membarrier();
     }
     // SeqCst: in Fence mode this pairs with the readers' SeqCst fences; in

@@ -30,7 +30,7 @@ use core::ptr;
 
 use crossbeam_utils::CachePadded;
 
-use crate::barrier::{self, BarrierMode};
+use crate::barrier;
 use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
 
 /// Locks one thread can hold in passive mode at once, per domain. A further
@@ -68,9 +68,34 @@ pub(crate) struct Record {
     in_use: AtomicBool,
     /// Its thread exited while a guard was leaked: never reused.
     retired: AtomicBool,
+    /// Registered with the kernel helper by its owner (who writes it;
+    /// writers read it to know whether the helper can reach the owner).
+    kernel: AtomicBool,
     /// The next record of the domain's list; set before publication.
     next: *const Record,
+    /// Puts `on_cpu` where the kernel helper's ABI has it
+    /// (`prwlock_sys::Record`; asserted below).
+    _gap: [u64; 2],
+    /// Written by the kernel helper at each context switch of the owner
+    /// (`prwlock_sys::ON_CPU | cpu`, `OFF_CPU`), 0 while not registered.
+    /// A std atomic in every build: only the kernel writes it.
+    on_cpu: core::sync::atomic::AtomicU32,
 }
+
+// The kernel helper reads `slots` and writes `on_cpu` at the offsets of its
+// ABI (`prwlock_sys::Record`, checked against the C header there).
+#[cfg(not(loom))]
+const _: () = {
+    assert!(
+        core::mem::offset_of!(Record, slots) == core::mem::offset_of!(prwlock_sys::Record, slots)
+    );
+    assert!(
+        core::mem::offset_of!(Record, on_cpu) == core::mem::offset_of!(prwlock_sys::Record, on_cpu)
+    );
+    assert!(core::mem::size_of::<Record>() == core::mem::size_of::<prwlock_sys::Record>());
+    assert!(core::mem::align_of::<Record>() == prwlock_sys::RECORD_ALIGN);
+    assert!(PASSIVE_SLOTS == prwlock_sys::SLOTS && FREE == prwlock_sys::SLOT_FREE);
+};
 
 // SAFETY: every field is an atomic except `next`, which is written once
 // before the record is published (Release CAS on the list head) and only
@@ -86,7 +111,10 @@ impl Record {
             converted: AtomicU32::new(0),
             in_use: AtomicBool::new(true),
             retired: AtomicBool::new(false),
+            kernel: AtomicBool::new(false),
             next,
+            _gap: [0; 2],
+            on_cpu: core::sync::atomic::AtomicU32::new(0),
         }
     }
 
@@ -107,7 +135,10 @@ impl Record {
             converted: AtomicU32::new(0),
             in_use: AtomicBool::new(true),
             retired: AtomicBool::new(true),
+            kernel: AtomicBool::new(false),
             next: ptr::null(),
+            _gap: [0; 2],
+            on_cpu: core::sync::atomic::AtomicU32::new(0),
         }
     }
 
@@ -118,7 +149,10 @@ impl Record {
             converted: AtomicU32::new(0),
             in_use: AtomicBool::new(true),
             retired: AtomicBool::new(true),
+            kernel: AtomicBool::new(false),
             next: ptr::null(),
+            _gap: [0; 2],
+            on_cpu: core::sync::atomic::AtomicU32::new(0),
         }
     }
 
@@ -236,9 +270,64 @@ impl Record {
         }
     }
 
+    /// Registers the record with the kernel helper, if the process runs
+    /// in `KernelHelper` mode (owner only, right after claiming it). On
+    /// failure (more domains than the helper tracks per thread, say) the
+    /// record stays unregistered and writers use `membarrier` when it has
+    /// not reported.
+    #[cfg(not(loom))]
+    fn register_with_kernel(&self, domain: &'static Domain) {
+        let Some(dev) = barrier::device() else {
+            return;
+        };
+        // SAFETY: records are never freed (domains are 'static) and are
+        // only ever status records; `Record` has the ABI's layout where the
+        // helper reads and writes (asserted above).
+        let registered = unsafe {
+            dev.register(
+                self as *const Record as *const prwlock_sys::Record,
+                domain.cookie(),
+            )
+        };
+        if registered.is_ok() {
+            // Release: pairs with the Acquire in `Domain::heavy_barrier`: a
+            // writer that sees the flag asks the helper, which has the
+            // registration.
+            self.kernel.store(true, Ordering::Release);
+        }
+    }
+
+    /// Ends the kernel helper's registration (owner only, at thread exit).
+    #[cfg(not(loom))]
+    fn unregister_from_kernel(&self, domain: &'static Domain) {
+        // Relaxed: the owner reads its own store.
+        if !self.kernel.load(Ordering::Relaxed) {
+            return;
+        }
+        if let Some(dev) = barrier::device() {
+            let _ = dev.unregister(
+                self as *const Record as *const prwlock_sys::Record,
+                domain.cookie(),
+            );
+        }
+        // Release: a writer that reads `false` uses membarrier for this
+        // record, which is always sound.
+        self.kernel.store(false, Ordering::Release);
+    }
+
+    /// Whether the kernel helper saw the owner leave its CPU (and it has
+    /// not run since).
+    #[inline]
+    fn off_cpu(&self) -> bool {
+        // Relaxed: a hint for how to wait, never for correctness.
+        self.on_cpu.load(core::sync::atomic::Ordering::Relaxed) & prwlock_sys::OFF_CPU != 0
+    }
+
     /// Gives the record back at thread exit (or retires it if a guard was
     /// leaked, so that no other thread inherits a held slot).
-    fn release(&self) {
+    fn release(&self, _domain: &'static Domain) {
+        #[cfg(not(loom))]
+        self.unregister_from_kernel(_domain);
         // Relaxed: the owner reads its own stores.
         if self
             .slots
@@ -425,6 +514,51 @@ impl Domain {
         })
     }
 
+    /// The domain's name for the kernel helper: its address (domains are
+    /// `'static`, so it is unique for the process's life).
+    #[cfg(not(loom))]
+    fn cookie(&'static self) -> u64 {
+        self as *const Domain as u64
+    }
+
+    /// The heavy barrier for readers of this domain (the writer stored its
+    /// writer bit and ran a SeqCst fence before). In `KernelHelper` mode,
+    /// the helper's consensus: a barrier only on the CPUs running a
+    /// registered reader of the domain that has not reported `version`
+    /// (with `all`: every registered reader, as a writer about to park
+    /// needs, see `PrwLock::consensus`), provided every record it must
+    /// reach is registered; otherwise, and in `Membarrier` mode,
+    /// `membarrier`. Records skipped here are skipped for the reasons
+    /// `all_reported` gives (own, retired, free).
+    pub(crate) fn heavy_barrier(&'static self, version: u64, own: *const Record, all: bool) {
+        #[cfg(not(loom))]
+        if let Some(dev) = barrier::device() {
+            let unreachable = self.records().any(|r| {
+                !ptr::eq(r, own)
+                    // Acquire (all three): as in `all_reported`; `kernel`
+                    // pairs with the Release in `register_with_kernel`.
+                    && !r.retired.load(Ordering::Acquire)
+                    && r.in_use.load(Ordering::Acquire)
+                    && (all || !r.reported(version))
+                    && !r.kernel.load(Ordering::Acquire)
+            });
+            if !unreachable && dev.consensus(self.cookie(), version, all).is_ok() {
+                // SeqCst: the interrupted CPUs' barriers (the helper runs
+                // smp_mb() after them) before our reads of reader status.
+                fence(Ordering::SeqCst);
+                return;
+            }
+        }
+        let _ = (version, own, all);
+        barrier::heavy();
+    }
+
+    /// Whether a reader holding lock `id` passively is off CPU (as the
+    /// kernel helper last saw it): a writer waiting for it parks at once.
+    pub(crate) fn holder_off_cpu(&self, id: u64) -> bool {
+        self.records().any(|r| r.off_cpu() && r.holds(id))
+    }
+
     /// Counts a consensus round's heavy barrier.
     pub(crate) fn count_barrier(&self) {
         // Relaxed: a statistic.
@@ -542,8 +676,8 @@ impl Drop for Registrations {
         // empty it first so that they register afresh (and, finding this
         // list gone, read in active mode).
         let _ = CACHE.try_with(|c| c.set((ptr::null(), no_record())));
-        for (_, record) in self.list.borrow_mut().drain(..) {
-            record.release();
+        for (domain, record) in self.list.borrow_mut().drain(..) {
+            record.release(domain);
         }
     }
 }
@@ -567,8 +701,9 @@ crate::sync::thread_local! {
 }
 
 /// The cached record of `domain` for the calling thread, or a sentinel
-/// whose slots are never free. Only set in `Membarrier` mode, so a real
-/// record here also says the light barrier is a compiler fence.
+/// whose slots are never free. Only set in `Membarrier` and `KernelHelper`
+/// modes, so a real record here also says the light barrier is a compiler
+/// fence.
 #[inline(always)]
 pub(crate) fn cached(domain: &Domain) -> &'static Record {
     let (d, r) = CACHE.with(Cell::get);
@@ -609,12 +744,14 @@ pub(crate) fn register(domain: &'static Domain) -> Option<&'static Record> {
                 .map(|&(_, r)| r);
             found.unwrap_or_else(|| {
                 let r = domain.claim();
+                #[cfg(not(loom))]
+                r.register_with_kernel(domain);
                 regs.list.borrow_mut().push((domain, r));
                 r
             })
         })
         .ok()?;
-    if barrier::barrier_mode() == BarrierMode::Membarrier {
+    if barrier::is_asymmetric(barrier::barrier_mode()) {
         let _ = CACHE.try_with(|c| c.set((domain, record)));
     }
     Some(record)

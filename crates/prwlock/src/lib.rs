@@ -37,9 +37,12 @@
 //!   [`Domain::global`] unless made with [`PrwLock::in_domain`].
 //! - [`PrwLock::schedule_out`] / [`ReadGuardExt::schedule_out`]: a reader
 //!   about to block converts its hold to active mode (Fig. 7 `ScheduleOut`).
-//! - [`barrier_mode`]: whether this process runs with `membarrier` or in
-//!   the slower fallback where readers pay a fence (`membarrier` refused, or
-//!   [`force_fence_mode`] / `PRWLOCK_FORCE_FENCE=1`).
+//! - [`barrier_mode`]: whether this process runs with the kernel helper
+//!   (`prwlock-sys`'s module loaded: targeted consensus IPIs, writers park
+//!   at once behind descheduled readers), with `membarrier`, or in the
+//!   slower fallback where readers pay a fence (`membarrier` refused, or
+//!   [`force_fence_mode`] / `PRWLOCK_FORCE_FENCE=1`);
+//!   [`kernel_helper_stats`] counts the helper's requests and IPIs.
 //!
 //! # Threads
 //! A thread registers a status record in a domain on its first read there
@@ -84,9 +87,13 @@ pub mod prwlock;
 
 pub(crate) use rwlock_core::sync;
 
-pub use barrier::{BarrierMode, ModeAlreadyChosen, barrier_mode, force_fence_mode};
+pub use barrier::{
+    BarrierMode, ModeAlreadyChosen, barrier_mode, force_fence_mode, kernel_helper_stats,
+};
 pub use domain::{Domain, DomainStats, PASSIVE_SLOTS};
 pub use prwlock::{PrwLock, ReadGuardExt, ReadToken, WriteToken};
+/// The kernel helper's counters ([`kernel_helper_stats`]).
+pub use prwlock_sys::Stats as KernelHelperStats;
 
 /// `lock_api::RwLock` over [`PrwLock`].
 pub type RwLock<T> = lock_api::RwLock<PrwLock, T>;

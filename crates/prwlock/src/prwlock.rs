@@ -106,9 +106,27 @@
 //! gate but stays near 0.3–0.4× its 2-thread throughput. Readers that find
 //! no writer take the fast path and stay runnable, so the gate cannot keep
 //! the runnable set small; and a writer still waits a time slice for each
-//! reader descheduled inside its section. The kernel helper (preempt
-//! notifiers converting such readers to active, `prwlock-sys`) is the
-//! paper's answer to the second.
+//! reader descheduled inside its section.
+//!
+//! # The kernel helper
+//!
+//! With `prwlock-sys`'s module loaded ([`BarrierMode::KernelHelper`]),
+//! readers register their records with it on first use, and:
+//! - the heavy barrier of a consensus is the helper's request, which
+//!   interrupts only the CPUs running a registered reader of the domain that
+//!   has not reported the version (`membarrier` interrupts every CPU running
+//!   the process); the one before a writer parks asks for every CPU running
+//!   a registered reader of the domain (reports say nothing about the
+//!   wake-up flag). Where an unreported record is not registered (the
+//!   helper refused it), `membarrier` as before;
+//! - a writer that finds a holder the helper saw leave its CPU parks at
+//!   once instead of spinning and yielding first (`ParkAtOnce`).
+//!
+//! Soundness of skipping a CPU is the helper's (`kmod/prwlock_helper.c`):
+//! a reader read as off CPU passed the scheduler's full barrier, and runs
+//! `smp_mb()` after it marks itself on CPU again and before it returns to
+//! user space, pairing with the barrier the request runs before it reads
+//! where readers run.
 //!
 //! Preference: consecutive writers hand the lock over with `PASS`, as the
 //! paper's writer-preference variant does; readers wait until no writer is
@@ -147,6 +165,16 @@ static NEXT_ID: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::n
 /// `membarrier` on the development machine).
 const REPORT_ROUNDS: u32 = 8;
 const REPORT_SPINS: u32 = 16;
+
+/// How a writer waits for a reader that the kernel helper saw leave its
+/// CPU: park at once (no spinning, no yields).
+struct ParkAtOnce;
+
+impl rwlock_core::wait::WaitPolicy for ParkAtOnce {
+    const SPIN_ROUNDS: u32 = 0;
+    const YIELD_ROUNDS: u32 = 0;
+    const PARK: bool = true;
+}
 
 /// The passive reader-writer lock. See the [module docs](self) for the
 /// protocol and the [crate docs](crate) for when to use it.
@@ -639,24 +667,38 @@ impl PrwLock {
         // ones, and for records claimed concurrently, see `Domain::claim`).
         fence(Ordering::SeqCst);
         if !self.reports_arrive(version, own, wait) {
-            // AskForReport, for every straggler at once.
+            // AskForReport, for every straggler at once (the kernel
+            // helper's targeted consensus where it can).
             self.domain.count_barrier();
-            barrier::heavy();
+            self.domain.heavy_barrier(version, own, false);
         }
         if wait {
-            self.drain.wait_until_with_barrier::<DefaultWait>(
-                || self.drained(id),
-                // Before parking: a passive reader releases with a plain
-                // store, so pair its light barrier with a heavy one; when
-                // only active readers are left (their release is an RMW
-                // followed by `wake_all`), the SeqCst fence is enough. No
-                // new passive hold of `id` can appear meanwhile (WRITER).
-                || {
-                    if self.domain.any_holds(id) {
-                        barrier::heavy();
-                    }
-                },
-            );
+            let drained = || self.drained(id);
+            // Before parking: a passive reader releases with a plain store,
+            // so pair its light barrier with a heavy one, on every CPU that
+            // runs a reader of the domain (`all`: reports say nothing about
+            // the wake-up flag); when only active readers are left (their
+            // release is an RMW followed by `wake_all`), the SeqCst fence is
+            // enough. No new passive hold of `id` can appear meanwhile
+            // (WRITER).
+            let before_park = || {
+                if self.domain.any_holds(id) {
+                    self.domain.heavy_barrier(version, own, true);
+                }
+            };
+            if barrier::barrier_mode() == BarrierMode::KernelHelper
+                && self.domain.holder_off_cpu(id)
+            {
+                // A holder is off CPU (the kernel helper saw it leave): it
+                // releases only after it runs again, so spinning or
+                // yielding would only take CPU time from it. Park now; its
+                // release wakes us.
+                self.drain
+                    .wait_until_with_barrier::<ParkAtOnce>(drained, before_park);
+            } else {
+                self.drain
+                    .wait_until_with_barrier::<DefaultWait>(drained, before_park);
+            }
             true
         } else {
             self.drained(id)

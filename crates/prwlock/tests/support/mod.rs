@@ -1,4 +1,5 @@
-//! What the prwlock integration tests share.
+//! What the prwlock integration tests share (each test file uses part of it).
+#![allow(dead_code)]
 
 use std::sync::mpsc;
 use std::time::Duration;
@@ -19,5 +20,20 @@ pub fn within_liveness<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Se
             v
         }
         Err(_) => panic!("{what}: no progress within {LIVENESS:?}"),
+    }
+}
+
+/// The barrier mode this run expects: `PRWLOCK_EXPECT_MODE` (`kernel-helper`,
+/// `membarrier` or `fence`, as scripts/vm-test sets it for each of its
+/// runs), `membarrier` when unset (the development and CI machines allow
+/// it and have no kernel helper loaded).
+pub fn expected_mode() -> prwlock::BarrierMode {
+    match std::env::var("PRWLOCK_EXPECT_MODE").as_deref() {
+        Err(std::env::VarError::NotPresent) | Ok("membarrier") => prwlock::BarrierMode::Membarrier,
+        Ok("kernel-helper") => prwlock::BarrierMode::KernelHelper,
+        Ok("fence") => prwlock::BarrierMode::Fence,
+        other => {
+            panic!("PRWLOCK_EXPECT_MODE={other:?}: expected kernel-helper, membarrier or fence")
+        }
     }
 }

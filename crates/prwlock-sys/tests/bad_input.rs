@@ -1,0 +1,296 @@
+//! The module against bad input: at least 10,000 random requests from
+//! several threads at once (unknown commands, wrong sizes and flags,
+//! invalid, misaligned, read-only and unmapped pointers, double and foreign
+//! registrations, unregistering what was never registered), threads that
+//! exit while registered, a descriptor used from a forked child, and the
+//! device closed with registrations outstanding. Every request must come
+//! back with success or the error code the ABI names; the kernel log of the
+//! run (scripts/vm-test keeps it as target/vm/console.log) must hold no
+//! warning, and the module must unload afterwards (no registration leaked).
+//!
+//! Ignored where the module is not loaded; scripts/vm-test runs it in its
+//! VM with `--ignored`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use prwlock_sys::*;
+
+const THREADS: usize = 6;
+const REQUESTS_PER_THREAD: usize = 2_000;
+
+/// A small xorshift generator: reproducible from the printed seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Records the threads may register (never freed: the module writes them
+/// while registered).
+fn arena() -> &'static [Record] {
+    Box::leak(
+        (0..32)
+            .map(|_| Record::new())
+            .collect::<Vec<_>>()
+            .into_boxed_slice(),
+    )
+}
+
+static READ_ONLY: [u8; 4096] = [0; 4096];
+
+/// An address the fuzzer hands to the module as a record.
+fn some_address(rng: &mut Rng, records: &[Record]) -> u64 {
+    match rng.below(8) {
+        0..=2 => &records[rng.below(records.len() as u64) as usize] as *const Record as u64,
+        3 => &records[0] as *const Record as u64 + 1 + rng.below(127), // misaligned
+        4 => READ_ONLY.as_ptr() as u64 & !127,                         // not writable
+        5 => 0,
+        6 => rng.next() & !127, // anywhere, mostly unmapped or kernel
+        _ => (rng.below(1 << 20)) << 12, // low, unmapped pages
+    }
+}
+
+/// Errors the ABI allows for the requests below.
+fn allowed(errno: i32) -> bool {
+    matches!(
+        errno,
+        libc::EINVAL
+            | libc::EFAULT
+            | libc::EEXIST
+            | libc::EBUSY
+            | libc::ENOENT
+            | libc::ENOSPC
+            | libc::ENOTTY
+            | libc::ENOMEM
+    )
+}
+
+fn fuzz_thread(dev: &Device, seed: u64, records: &'static [Record], counts: &[AtomicU64; 2]) {
+    let mut rng = Rng(seed | 1);
+    for _ in 0..REQUESTS_PER_THREAD {
+        let domain = rng.below(4);
+        let result: Result<(), i32> = match rng.below(10) {
+            0..=2 => {
+                let mut arg = RegisterArg {
+                    record: some_address(&mut rng, records),
+                    domain,
+                    size: if rng.below(10) == 0 {
+                        rng.below(64) as u32
+                    } else {
+                        24
+                    },
+                    flags: if rng.below(10) == 0 {
+                        rng.next() as u32
+                    } else {
+                        0
+                    },
+                };
+                let req = if rng.below(3) == 0 {
+                    IOC_UNREGISTER
+                } else {
+                    IOC_REGISTER
+                };
+                // SAFETY: a valid argument struct of the request's size; the
+                // module writes only the arena's records (the others fail).
+                unsafe { dev.raw_ioctl(req, &mut arg as *mut RegisterArg as usize) }
+            }
+            3..=4 => {
+                let mut arg = ConsensusArg {
+                    domain,
+                    version: rng.next(),
+                    size: if rng.below(10) == 0 {
+                        rng.below(64) as u32
+                    } else {
+                        32
+                    },
+                    flags: rng.below(4) as u32,
+                    cpus_interrupted: 0,
+                    reserved: if rng.below(10) == 0 { 1 } else { 0 },
+                };
+                // SAFETY: a valid, writable argument of the request's size.
+                unsafe { dev.raw_ioctl(IOC_CONSENSUS, &mut arg as *mut ConsensusArg as usize) }
+            }
+            5 => {
+                let mut arg = Stats {
+                    size: if rng.below(4) == 0 {
+                        rng.below(64) as u32
+                    } else {
+                        32
+                    },
+                    ..Stats::default()
+                };
+                // SAFETY: a valid, writable argument of the request's size.
+                unsafe { dev.raw_ioctl(IOC_STATS, &mut arg as *mut Stats as usize) }
+            }
+            6 => {
+                // A known request with a pointer the module must refuse
+                // (unmapped, kernel, or read-only for the requests that
+                // write back): never memory of ours it could corrupt.
+                let req = [
+                    IOC_VERSION,
+                    IOC_REGISTER,
+                    IOC_UNREGISTER,
+                    IOC_CONSENSUS,
+                    IOC_STATS,
+                ][rng.below(5) as usize];
+                let arg = match rng.below(3) {
+                    0 => 0,
+                    1 => 0xffff_8000_0000_0000 | rng.next() & 0xffff_fff0,
+                    _ => (rng.below(1 << 20)) << 12 | 1 << 44,
+                };
+                // SAFETY: the pointer is not ours to write: the module must
+                // fail with EFAULT (or EINVAL) without touching it.
+                unsafe { dev.raw_ioctl(req, arg as usize) }
+            }
+            7 => {
+                // Unknown commands, our magic or another, sizes that do
+                // not match.
+                let req = match rng.below(3) {
+                    0 => ((IOC_MAGIC as u64) << 8) | (5 + rng.below(250)),
+                    1 => IOC_REGISTER ^ (1 << (16 + rng.below(14))),
+                    _ => rng.next() & 0xffff_ffff,
+                };
+                let mut scratch = [0u8; 1 << 14];
+                // SAFETY: any request our module might answer gets a
+                // writable buffer as large as a request can encode.
+                unsafe { dev.raw_ioctl(req, scratch.as_mut_ptr() as usize) }
+            }
+            _ => {
+                let mut v = VersionArg::default();
+                // SAFETY: a valid, writable argument of the request's size.
+                unsafe { dev.raw_ioctl(IOC_VERSION, &mut v as *mut VersionArg as usize) }
+            }
+        };
+        match result {
+            Ok(()) => counts[0].fetch_add(1, Ordering::Relaxed),
+            Err(errno) => {
+                assert!(allowed(errno), "unexpected errno {errno} (seed {seed:#x})");
+                counts[1].fetch_add(1, Ordering::Relaxed)
+            }
+        };
+    }
+    // Half the threads leave their registrations for the module to clean
+    // up at thread exit; the others unregister whatever they hold.
+    if seed.is_multiple_of(2) {
+        for r in records {
+            for d in 0..4 {
+                let _ = dev.unregister(r, d);
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs the prwlock_helper module (scripts/vm-test loads it)"]
+fn random_requests_from_several_threads_get_error_codes() {
+    let dev = Arc::new(Device::open().expect("the prwlock_helper module is loaded"));
+    let records = arena();
+    let counts = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+    let seed0 = std::env::var("PRWLOCK_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed_1234_u64);
+    for round in 0..2u64 {
+        let threads: Vec<_> = (0..THREADS as u64)
+            .map(|i| {
+                let (dev, counts) = (dev.clone(), counts.clone());
+                let seed = seed0.wrapping_mul(31).wrapping_add(round * 100 + i);
+                std::thread::spawn(move || fuzz_thread(&dev, seed, records, &counts))
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+    }
+    let ok = counts[0].load(Ordering::Relaxed);
+    let failed = counts[1].load(Ordering::Relaxed);
+    println!(
+        "bad input: {} requests from {THREADS} threads x 2 rounds (seed {seed0:#x}): \
+         {ok} succeeded, {failed} refused with an ABI error code",
+        ok + failed
+    );
+    assert!(ok + failed >= 10_000);
+    assert!(ok > 0 && failed > 0, "the run exercised only one outcome");
+
+    // A registration with the right arguments works after all that.
+    let record = &records[31];
+    // SAFETY: an arena record, never freed.
+    unsafe { dev.register(record, 99) }.unwrap();
+    assert!(matches!(record.placement(), Placement::OnCpu(_)));
+    // SAFETY: as above.
+    let again = unsafe { dev.register(record, 99) };
+    assert!(matches!(again, Err(Error::AlreadyRegistered)));
+    assert!(matches!(
+        dev.unregister(record, 98),
+        Err(Error::NotRegistered)
+    ));
+    dev.unregister(record, 99).unwrap();
+    assert_eq!(record.placement(), Placement::Untracked);
+}
+
+#[test]
+#[ignore = "needs the prwlock_helper module (scripts/vm-test loads it)"]
+fn another_process_cannot_use_the_descriptor() {
+    let dev = Device::open().expect("the prwlock_helper module is loaded");
+    // SAFETY: the child only calls async-signal-safe functions (ioctl,
+    // _exit) before it exits.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        let code = match dev.consensus(0, 0, false) {
+            Err(Error::WrongProcess) => 0,
+            _ => 1,
+        };
+        // SAFETY: ends the child without running the parent's destructors.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for our own child.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+}
+
+#[test]
+#[ignore = "needs the prwlock_helper module (scripts/vm-test loads it)"]
+fn closing_the_device_with_threads_registered_is_clean() {
+    let records = arena();
+    for round in 0..20 {
+        let dev = Arc::new(Device::open().unwrap());
+        let go = Arc::new(std::sync::Barrier::new(5));
+        let done = Arc::new(std::sync::Barrier::new(5));
+        let threads: Vec<_> = (0..4)
+            .map(|i| {
+                let (dev, go, done) = (dev.clone(), go.clone(), done.clone());
+                std::thread::spawn(move || {
+                    // SAFETY: arena records, never freed.
+                    unsafe { dev.register(&records[i], round) }.unwrap();
+                    go.wait();
+                    done.wait();
+                    // Exits registered, after the main thread closed the
+                    // device (orphaned registrations), or before.
+                })
+            })
+            .collect();
+        go.wait();
+        assert_eq!(dev.stats().unwrap().threads, 4);
+        if round % 2 == 0 {
+            drop(dev);
+            done.wait();
+        } else {
+            done.wait();
+            drop(dev);
+        }
+        for t in threads {
+            t.join().unwrap();
+        }
+    }
+}
