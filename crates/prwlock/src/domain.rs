@@ -316,11 +316,15 @@ impl Record {
     }
 
     /// Whether the kernel helper saw the owner leave its CPU (and it has
-    /// not run since).
+    /// not run since). Only the helper writes `OFF_CPU`, and only while
+    /// the record is registered (it writes 0 when the registration ends).
     #[inline]
     fn off_cpu(&self) -> bool {
-        // Relaxed: a hint for how to wait, never for correctness.
-        self.on_cpu.load(core::sync::atomic::Ordering::Relaxed) & prwlock_sys::OFF_CPU != 0
+        // Acquire: the helper writes the word after the scheduler's full
+        // barrier that followed the owner's last user-space store (on the
+        // x86-64 and arm64 kernels a plain store after smp_mb); the
+        // writer's reads of the owner's slots come after this load.
+        self.on_cpu.load(core::sync::atomic::Ordering::Acquire) & prwlock_sys::OFF_CPU != 0
     }
 
     /// Gives the record back at thread exit (or retires it if a guard was
@@ -497,9 +501,10 @@ impl Domain {
     }
 
     /// Whether every live record other than `own` reported at least
-    /// `version`: then no reader of the domain can be in the window between
-    /// its status store and its check of a writer word (see the lock's
-    /// module docs), and the heavy barrier is not needed.
+    /// `version`, or (kernel helper) has its owner off CPU: then no reader
+    /// of the domain can be in the window between its status store and its
+    /// check of a writer word (see the lock's module docs), and the heavy
+    /// barrier is not needed.
     pub(crate) fn all_reported(&self, version: u64, own: *const Record) -> bool {
         self.records().all(|r| {
             ptr::eq(r, own)
@@ -511,6 +516,14 @@ impl Domain {
                 // before its first check of a writer word (see `claim`).
                 || !r.in_use.load(Ordering::Acquire)
                 || r.reported(version)
+                // The helper marked the owner off CPU after the scheduler's
+                // full barrier (so its stores are visible), and marks it on
+                // CPU again, then runs smp_mb(), before it returns to user
+                // space: with our SeqCst fence after setting WRITER, either
+                // we see it back on CPU or its next check sees WRITER. The
+                // helper's own consensus skips such a thread for the same
+                // reason (kmod/prwlock_helper.c); this spares the request.
+                || r.off_cpu()
         })
     }
 
