@@ -9,12 +9,13 @@
  *    record of a domain; the module pins the record's page and registers a
  *    preempt notifier on the thread. At every sched-in the notifier writes
  *    PRWLOCK_ON_CPU | cpu into each of the thread's records, at every
- *    sched-out PRWLOCK_OFF_CPU. A writer waiting for a hold whose owner is
- *    off CPU parks at once instead of polling (the paper converts such a
- *    hold to an active one at sched-out, Fig. 7 ScheduleOut; doing that here
- *    would mean writing the lock's active counter, anywhere in user memory,
- *    from scheduler context, so the module publishes the fact and the
- *    writer decides).
+ *    sched-out PRWLOCK_OFF_CPU. A writer counts a reader that is off CPU as
+ *    reported: it cannot be inside the store-load window the consensus
+ *    closes (the argument below). (The paper converts a preempted reader's
+ *    hold to an active one at sched-out, Fig. 7 ScheduleOut; doing that
+ *    here would mean writing the lock's active counter, anywhere in user
+ *    memory, from scheduler context, so the module publishes the fact and
+ *    the writer decides.)
  *
  * 2. Writer consensus (Fig. 4 lines 7-11, AskForReport). The request names
  *    a domain and the writer's version; the module interrupts (IPI, a full

@@ -10,8 +10,8 @@
 //!   record ([`Record`]); the module pins the record's page and, from
 //!   preempt notifiers, writes [`Record::on_cpu`] at every context switch of
 //!   that thread ([`ON_CPU`]` | cpu` while it runs, [`OFF_CPU`] while it does
-//!   not). A writer waiting for a hold whose owner is off CPU can park at
-//!   once;
+//!   not). A writer counts a reader that is off CPU as reported: it
+//!   cannot be between its status store and its check of the writer bit;
 //! - **targeted writer consensus** ([`Device::consensus`], Fig. 4
 //!   `AskForReport`): a full barrier (IPI) only on the CPUs that run a
 //!   registered thread of the domain whose record has not reported the
@@ -30,8 +30,7 @@
 //! // A record that lives as long as the process (prwlock never frees its
 //! // records).
 //! let record: &'static Record = Box::leak(Box::new(Record::new()));
-//! // SAFETY: the record outlives the registration and is used only as a
-//! // status record.
+//! // SAFETY: the record outlives the registration, used only as a record.
 //! unsafe { dev.register(record, 1) }.unwrap();
 //! assert!(matches!(record.placement(), prwlock_sys::Placement::OnCpu(_)));
 //! let interrupted = dev.consensus(1, 42, false).unwrap();
@@ -326,8 +325,7 @@ impl Device {
         // SAFETY: `fd` was just opened and is owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         let mut version = VersionArg::default();
-        // SAFETY: the request's argument is a `VersionArg`, which the module
-        // fills.
+        // SAFETY: the request names a `VersionArg`, which the module fills.
         unsafe { ioctl(&fd, IOC_VERSION, &mut version) }.map_err(|e| {
             if e.raw_os_error() == Some(libc::ENOTTY) {
                 // Not our module behind the node, or one without VERSION.
@@ -379,8 +377,7 @@ impl Device {
             size: size_of::<RegisterArg>() as u32,
             flags: 0,
         };
-        // SAFETY: the argument is a `RegisterArg`; the caller keeps the
-        // record alive (see above).
+        // SAFETY: the request names a `RegisterArg`; the caller keeps the record.
         unsafe { ioctl(&self.fd, IOC_REGISTER, &mut arg) }.map_err(Error::from_errno)
     }
 
@@ -410,8 +407,7 @@ impl Device {
             cpus_interrupted: 0,
             reserved: 0,
         };
-        // SAFETY: the argument is a `ConsensusArg`, which the module reads
-        // and writes back.
+        // SAFETY: the request names a `ConsensusArg`; the module writes it back.
         unsafe { ioctl(&self.fd, IOC_CONSENSUS, &mut arg) }.map_err(Error::from_errno)?;
         Ok(arg.cpus_interrupted)
     }
@@ -451,8 +447,7 @@ impl Device {
 /// `T` must be the argument type that `request` encodes.
 unsafe fn ioctl<T>(fd: &OwnedFd, request: u64, arg: &mut T) -> io::Result<()> {
     loop {
-        // SAFETY: `arg` is a valid, writable `T` (the caller matched it to
-        // the request).
+        // SAFETY: `arg` is a valid, writable `T`, the request's own type.
         let rc = unsafe { libc::ioctl(fd.as_raw_fd(), request as _, arg as *mut T) };
         if rc >= 0 {
             return Ok(());

@@ -99,8 +99,8 @@ fn fuzz_thread(dev: &Device, seed: u64, records: &'static [Record], counts: &[At
                 } else {
                     IOC_REGISTER
                 };
-                // SAFETY: a valid argument struct of the request's size; the
-                // module writes only the arena's records (the others fail).
+                // The module writes only the arena's records (the others fail).
+                // SAFETY: a valid argument struct of the request's size.
                 unsafe { dev.raw_ioctl(req, &mut arg as *mut RegisterArg as usize) }
             }
             3..=4 => {
@@ -147,8 +147,7 @@ fn fuzz_thread(dev: &Device, seed: u64, records: &'static [Record], counts: &[At
                     1 => 0xffff_8000_0000_0000 | rng.next() & 0xffff_fff0,
                     _ => (rng.below(1 << 20)) << 12 | 1 << 44,
                 };
-                // SAFETY: the pointer is not ours to write: the module must
-                // fail with EFAULT (or EINVAL) without touching it.
+                // SAFETY: not our memory: the module must refuse it (EFAULT).
                 unsafe { dev.raw_ioctl(req, arg as usize) }
             }
             7 => {
@@ -160,8 +159,7 @@ fn fuzz_thread(dev: &Device, seed: u64, records: &'static [Record], counts: &[At
                     _ => rng.next() & 0xffff_ffff,
                 };
                 let mut scratch = [0u8; 1 << 14];
-                // SAFETY: any request our module might answer gets a
-                // writable buffer as large as a request can encode.
+                // SAFETY: a writable buffer as large as any request encodes.
                 unsafe { dev.raw_ioctl(req, scratch.as_mut_ptr() as usize) }
             }
             _ => {
@@ -241,8 +239,7 @@ fn random_requests_from_several_threads_get_error_codes() {
 #[ignore = "needs the prwlock_helper module (scripts/vm-test loads it)"]
 fn another_process_cannot_use_the_descriptor() {
     let dev = Device::open().expect("the prwlock_helper module is loaded");
-    // SAFETY: the child only calls async-signal-safe functions (ioctl,
-    // _exit) before it exits.
+    // SAFETY: the child calls only async-signal-safe ioctl and _exit.
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0);
     if pid == 0 {

@@ -53,10 +53,10 @@ pub enum BarrierMode {
     /// without the kernel helper.
     Membarrier,
     /// As `Membarrier` for readers, who also register their status
-    /// records with the kernel helper (`/dev/prwlock`); writers that need
-    /// it ask the helper for consensus (IPIs to the CPUs of unreported
-    /// readers only) and park at once behind a reader the helper saw
-    /// leave its CPU.
+    /// records with the kernel helper (`/dev/prwlock`); writers count a
+    /// reader the helper saw leave its CPU as reported, and when a barrier
+    /// is still needed ask the helper (IPIs to the CPUs of unreported
+    /// readers only).
     KernelHelper,
     /// `membarrier` was refused or [`force_fence_mode`] asked for this:
     /// every reader acquisition and release runs a `fence(SeqCst)` (an

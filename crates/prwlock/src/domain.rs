@@ -280,9 +280,10 @@ impl Record {
         let Some(dev) = barrier::device() else {
             return;
         };
-        // SAFETY: records are never freed (domains are 'static) and are
-        // only ever status records; `Record` has the ABI's layout where the
-        // helper reads and writes (asserted above).
+        // Records are never freed (domains are 'static) and are only ever
+        // status records, with the ABI's layout where the helper looks
+        // (asserted above).
+        // SAFETY: so the record stays valid and is what the helper expects.
         let registered = unsafe {
             dev.register(
                 self as *const Record as *const prwlock_sys::Record,
@@ -564,12 +565,6 @@ impl Domain {
         }
         let _ = (version, own, all);
         barrier::heavy();
-    }
-
-    /// Whether a reader holding lock `id` passively is off CPU (as the
-    /// kernel helper last saw it): a writer waiting for it parks at once.
-    pub(crate) fn holder_off_cpu(&self, id: u64) -> bool {
-        self.records().any(|r| r.off_cpu() && r.holds(id))
     }
 
     /// Counts a consensus round's heavy barrier.

@@ -38,8 +38,8 @@
 //! - [`PrwLock::schedule_out`] / [`ReadGuardExt::schedule_out`]: a reader
 //!   about to block converts its hold to active mode (Fig. 7 `ScheduleOut`).
 //! - [`barrier_mode`]: whether this process runs with the kernel helper
-//!   (`prwlock-sys`'s module loaded: targeted consensus IPIs, writers park
-//!   at once behind descheduled readers), with `membarrier`, or in the
+//!   (`prwlock-sys`'s module loaded: descheduled readers need no barrier,
+//!   consensus IPIs only to CPUs of unreported readers), with `membarrier`, or in the
 //!   slower fallback where readers pay a fence (`membarrier` refused, or
 //!   [`force_fence_mode`] / `PRWLOCK_FORCE_FENCE=1`);
 //!   [`kernel_helper_stats`] counts the helper's requests and IPIs.

@@ -111,22 +111,33 @@
 //! # The kernel helper
 //!
 //! With `prwlock-sys`'s module loaded ([`BarrierMode::KernelHelper`]),
-//! readers register their records with it on first use, and:
-//! - the heavy barrier of a consensus is the helper's request, which
-//!   interrupts only the CPUs running a registered reader of the domain that
-//!   has not reported the version (`membarrier` interrupts every CPU running
-//!   the process); the one before a writer parks asks for every CPU running
-//!   a registered reader of the domain (reports say nothing about the
-//!   wake-up flag). Where an unreported record is not registered (the
-//!   helper refused it), `membarrier` as before;
-//! - a writer that finds a holder the helper saw leave its CPU parks at
-//!   once instead of spinning and yielding first (`ParkAtOnce`).
+//! readers register their records with it on first use; the helper writes
+//! into each record whether its owner is on a CPU, at every context switch.
+//! Then:
+//! - a record whose owner is off CPU counts as reported in the consensus:
+//!   at 16 threads on 4 CPUs most readers are descheduled, unreported, and
+//!   cost every write a heavy barrier in `Membarrier` mode; with the helper
+//!   the writer waits for the running ones only;
+//! - the heavy barrier, when one is still needed, is the helper's request,
+//!   which interrupts only the CPUs running a registered reader of the
+//!   domain that has not reported the version (`membarrier` interrupts
+//!   every CPU running the process); the one before a writer parks asks for
+//!   every CPU running a registered reader of the domain (reports say
+//!   nothing about the wake-up flag). Where a record that must be reached is
+//!   not registered (the helper refused it), `membarrier` as before.
 //!
-//! Soundness of skipping a CPU is the helper's (`kmod/prwlock_helper.c`):
-//! a reader read as off CPU passed the scheduler's full barrier, and runs
-//! `smp_mb()` after it marks itself on CPU again and before it returns to
-//! user space, pairing with the barrier the request runs before it reads
-//! where readers run.
+//! A writer waits for a descheduled holder as in the other modes (a short
+//! spin, a few yields, then it parks until the holder's release wakes it).
+//! Parking at once when the helper says the holder is off CPU was tried and
+//! measured no different (docs/prwlock.md), so it is not done.
+//!
+//! Why skipping a reader that is off CPU is sound (`kmod/prwlock_helper.c`
+//! and `Domain::all_reported`): the helper marks it off CPU after the
+//! scheduler's full barrier that followed its last user-space store, and
+//! marks it on CPU again, then runs `smp_mb()`, before it returns to user
+//! space; the writer set `WRITER` and ran a SeqCst fence before it read the
+//! mark. Either the writer sees the reader back on CPU, or the reader's
+//! next check sees `WRITER`.
 //!
 //! Preference: consecutive writers hand the lock over with `PASS`, as the
 //! paper's writer-preference variant does; readers wait until no writer is
@@ -165,16 +176,6 @@ static NEXT_ID: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::n
 /// `membarrier` on the development machine).
 const REPORT_ROUNDS: u32 = 8;
 const REPORT_SPINS: u32 = 16;
-
-/// How a writer waits for a reader that the kernel helper saw leave its
-/// CPU: park at once (no spinning, no yields).
-struct ParkAtOnce;
-
-impl rwlock_core::wait::WaitPolicy for ParkAtOnce {
-    const SPIN_ROUNDS: u32 = 0;
-    const YIELD_ROUNDS: u32 = 0;
-    const PARK: bool = true;
-}
 
 /// The passive reader-writer lock. See the [module docs](self) for the
 /// protocol and the [crate docs](crate) for when to use it.
@@ -686,19 +687,8 @@ impl PrwLock {
                     self.domain.heavy_barrier(version, own, true);
                 }
             };
-            if barrier::barrier_mode() == BarrierMode::KernelHelper
-                && self.domain.holder_off_cpu(id)
-            {
-                // A holder is off CPU (the kernel helper saw it leave): it
-                // releases only after it runs again, so spinning or
-                // yielding would only take CPU time from it. Park now; its
-                // release wakes us.
-                self.drain
-                    .wait_until_with_barrier::<ParkAtOnce>(drained, before_park);
-            } else {
-                self.drain
-                    .wait_until_with_barrier::<DefaultWait>(drained, before_park);
-            }
+            self.drain
+                .wait_until_with_barrier::<DefaultWait>(drained, before_park);
             true
         } else {
             self.drained(id)

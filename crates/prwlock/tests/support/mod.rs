@@ -4,22 +4,33 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-/// A liveness bound, far above any expected time (not a performance check).
-pub const LIVENESS: Duration = Duration::from_secs(10);
+/// A liveness bound, far above any expected time (not a performance check):
+/// 10 s, or `PRWLOCK_TEST_LIVENESS_S` seconds (scripts/vm-test gives 60,
+/// where qemu's TCG runs the oversubscribed tests 10 to 20 times slower).
+pub fn liveness() -> Duration {
+    match std::env::var("PRWLOCK_TEST_LIVENESS_S") {
+        Err(_) => Duration::from_secs(10),
+        Ok(s) => match s.parse::<u64>() {
+            Ok(n) if n > 0 => Duration::from_secs(n),
+            _ => panic!("PRWLOCK_TEST_LIVENESS_S={s:?}: expected a positive number of seconds"),
+        },
+    }
+}
 
 /// Runs `f` on a thread of its own and fails if it has not finished within
-/// `LIVENESS` (a watchdog: a hang fails the test instead of stalling it).
+/// [`liveness`] (a watchdog: a hang fails the test instead of stalling it).
 pub fn within_liveness<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
     let (tx, rx) = mpsc::channel();
     let worker = std::thread::spawn(move || {
         let _ = tx.send(f());
     });
-    match rx.recv_timeout(LIVENESS) {
+    let bound = liveness();
+    match rx.recv_timeout(bound) {
         Ok(v) => {
             worker.join().unwrap();
             v
         }
-        Err(_) => panic!("{what}: no progress within {LIVENESS:?}"),
+        Err(_) => panic!("{what}: no progress within {bound:?}"),
     }
 }
 
