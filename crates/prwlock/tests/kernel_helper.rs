@@ -12,20 +12,9 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use prwlock::BarrierMode;
-use support::{expected_mode, within_liveness};
+use support::{expected_mode, thread_cpu, within_liveness};
 
 const NEEDS_MODULE: &str = "needs the prwlock_helper module (scripts/vm-test loads it)";
-
-/// CPU time the calling thread has used.
-fn thread_cpu() -> Duration {
-    // SAFETY: getrusage fills the struct we pass.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: RUSAGE_THREAD on the calling thread, valid pointer.
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
-    assert_eq!(rc, 0);
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
-}
 
 fn mode_name() -> &'static str {
     match prwlock::barrier_mode() {

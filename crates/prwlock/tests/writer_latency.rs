@@ -10,20 +10,9 @@ use std::time::{Duration, Instant};
 
 use lock_api::RawRwLock;
 use prwlock::{Domain, PrwLock, ReadGuardExt};
-use support::within_liveness;
+use support::{thread_cpu, within_liveness};
 
 const HOLD: Duration = Duration::from_millis(300);
-
-/// CPU time the calling thread has used.
-fn thread_cpu() -> Duration {
-    // SAFETY: getrusage fills the struct we pass.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: RUSAGE_THREAD on the calling thread, valid pointer.
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
-    assert_eq!(rc, 0);
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
-}
 
 /// A reader holds the lock for `HOLD` while blocked (sleeping), converted
 /// to active mode first or not; a writer arrives meanwhile. Returns the

@@ -48,3 +48,14 @@ pub fn expected_mode() -> prwlock::BarrierMode {
         }
     }
 }
+
+/// CPU time the calling thread has used.
+pub fn thread_cpu() -> Duration {
+    // SAFETY: getrusage fills the struct we pass.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_THREAD on the calling thread, valid pointer.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
+    assert_eq!(rc, 0);
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
