@@ -11,6 +11,9 @@ pub mod bench_lock;
 #[cfg(has_ck)]
 pub mod ck;
 pub mod cli;
+pub mod rcu_map;
 pub mod registry;
 pub mod report;
+#[cfg(has_urcu)]
+pub mod urcu;
 pub mod workloads;

@@ -1,6 +1,7 @@
-//! The read fast path, out of line so that its machine code can be read:
-//! `tests/fast_path_asm.rs` builds this example in release mode and checks
-//! the disassembly of `prwlock_read_pair` for `lock`-prefixed instructions
+//! The read fast paths, out of line so that their machine code can be
+//! read: `tests/fast_path_asm.rs` builds this example in release mode and
+//! checks the disassembly of `prwlock_read_pair` and `rcu_read_pair` (an
+//! `RcuCell` load plus one dereference) for `lock`-prefixed instructions
 //! and fences. Run it to see what an uncontended pair costs here, beside
 //! parking_lot's and beside the floor the issue names (a store, a compiler
 //! fence, a load and a store: what any fence-free reader must do), each
@@ -18,6 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering, compiler_fence};
 
 use lock_api::RawRwLock;
 use prwlock::PrwLock;
+use prwlock::rcu::RcuCell;
 
 /// One read lock and unlock: the function the asm test reads.
 #[unsafe(no_mangle)]
@@ -28,7 +30,17 @@ pub fn prwlock_read_pair(lock: &PrwLock) {
     unsafe { lock.unlock_shared(token) };
 }
 
+/// One `RcuCell` load and dereference: the RCU function the asm test reads.
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub fn rcu_read_pair(cell: &RcuCell<u64>) -> u64 {
+    *cell.load()
+}
+
 fn main() {
+    let cell = RcuCell::from_pointee(7u64);
+    // First use: registers this thread's record in the RCU domain.
+    assert_eq!(rcu_read_pair(&cell), 7);
     let lock = PrwLock::new();
     // First use: registers this thread's record and assigns the lock's id.
     prwlock_read_pair(&lock);
@@ -63,6 +75,14 @@ fn main() {
             status.store(black_box(0), Ordering::Relaxed);
         }
         let floor = start.elapsed().as_secs_f64() * 1e9 / f64::from(PAIRS);
+        let start = Instant::now();
+        let mut sum = 0u64;
+        for _ in 0..PAIRS {
+            sum = sum.wrapping_add(*black_box(&cell).load());
+        }
+        black_box(sum);
+        let rcu = start.elapsed().as_secs_f64() * 1e9 / f64::from(PAIRS);
+        println!("rcu load + deref: {rcu:.2} ns");
         println!(
             "read pair: prwlock {prw:.2} ns, parking_lot {plt:.2} ns (ratio {:.3}); \
              store-fence-load-store floor {floor:.2} ns",

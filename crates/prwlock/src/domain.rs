@@ -62,7 +62,9 @@ pub(crate) struct Record {
     /// writers.
     slots: [AtomicU64; PASSIVE_SLOTS],
     /// Owner-only: bit `i` says slot `i`'s hold was converted by
-    /// `schedule_out` (Fig. 7's `preempted` flag). Always Relaxed.
+    /// `schedule_out` (Fig. 7's `preempted` flag). In an RCU domain's
+    /// record (`crate::rcu`), the depth of nested sections instead.
+    /// Always Relaxed.
     converted: AtomicU32,
     /// Claimed by a live thread.
     in_use: AtomicBool,
@@ -73,9 +75,13 @@ pub(crate) struct Record {
     kernel: AtomicBool,
     /// The next record of the domain's list; set before publication.
     next: *const Record,
+    /// What a record of an RCU domain belongs to (`crate::rcu`: the
+    /// address of its `RcuDomain`, which the release fast path needs);
+    /// set by the owner, read by the owner. 0 in a prwlock domain.
+    context: AtomicUsize,
     /// Puts `on_cpu` where the kernel helper's ABI has it
     /// (`prwlock_sys::Record`; asserted below).
-    _gap: [u64; 2],
+    _gap: u64,
     /// Written by the kernel helper at each context switch of the owner
     /// (`prwlock_sys::ON_CPU | cpu`, `OFF_CPU`), 0 while not registered.
     /// A std atomic in every build: only the kernel writes it.
@@ -113,7 +119,8 @@ impl Record {
             retired: AtomicBool::new(false),
             kernel: AtomicBool::new(false),
             next,
-            _gap: [0; 2],
+            context: AtomicUsize::new(0),
+            _gap: 0,
             on_cpu: core::sync::atomic::AtomicU32::new(0),
         }
     }
@@ -137,7 +144,8 @@ impl Record {
             retired: AtomicBool::new(true),
             kernel: AtomicBool::new(false),
             next: ptr::null(),
-            _gap: [0; 2],
+            context: AtomicUsize::new(0),
+            _gap: 0,
             on_cpu: core::sync::atomic::AtomicU32::new(0),
         }
     }
@@ -151,7 +159,8 @@ impl Record {
             retired: AtomicBool::new(true),
             kernel: AtomicBool::new(false),
             next: ptr::null(),
-            _gap: [0; 2],
+            context: AtomicUsize::new(0),
+            _gap: 0,
             on_cpu: core::sync::atomic::AtomicU32::new(0),
         }
     }
@@ -192,6 +201,34 @@ impl Record {
         }
         self.converted.store(mask & !(1 << slot), Ordering::Relaxed);
         true
+    }
+
+    /// The owner's context word (see the field; owner only).
+    #[inline(always)]
+    pub(crate) fn context(&self) -> usize {
+        // Relaxed: owner-only word.
+        self.context.load(Ordering::Relaxed)
+    }
+
+    /// Sets the owner's context word (owner only).
+    pub(crate) fn set_context(&self, context: usize) {
+        // Relaxed: owner-only word.
+        self.context.store(context, Ordering::Relaxed);
+    }
+
+    /// Sections nested inside the current one (RCU records only; owner
+    /// only).
+    #[inline(always)]
+    pub(crate) fn rcu_depth(&self) -> u32 {
+        // Relaxed: owner-only word.
+        self.converted.load(Ordering::Relaxed)
+    }
+
+    /// Sets [`rcu_depth`](Self::rcu_depth) (owner only).
+    #[inline(always)]
+    pub(crate) fn set_rcu_depth(&self, depth: u32) {
+        // Relaxed: owner-only word.
+        self.converted.store(depth, Ordering::Relaxed);
     }
 
     /// Whether slot 0 is free: the fast path uses slot 0 only (a nested
@@ -316,11 +353,22 @@ impl Record {
         self.kernel.store(false, Ordering::Release);
     }
 
+    /// Whether a consensus must consider this record: not `own`, owned by
+    /// a live thread, not retired (the checks `Domain::all_reported` makes
+    /// first, with the same orderings).
+    #[inline]
+    pub(crate) fn is_live_other(&self, own: *const Record) -> bool {
+        !ptr::eq(self, own)
+            // Acquire (both): as in `Domain::all_reported`.
+            && !self.retired.load(Ordering::Acquire)
+            && self.in_use.load(Ordering::Acquire)
+    }
+
     /// Whether the kernel helper saw the owner leave its CPU (and it has
     /// not run since). Only the helper writes `OFF_CPU`, and only while
     /// the record is registered (it writes 0 when the registration ends).
     #[inline]
-    fn off_cpu(&self) -> bool {
+    pub(crate) fn off_cpu(&self) -> bool {
         // Acquire: the helper writes the word after the scheduler's full
         // barrier that followed the owner's last user-space store (on the
         // x86-64 and arm64 kernels a plain store after smp_mb); the
@@ -683,7 +731,10 @@ impl Drop for Registrations {
         // The cache may be read by destructors that run after this one:
         // empty it first so that they register afresh (and, finding this
         // list gone, read in active mode).
-        let _ = CACHE.try_with(|c| c.set((ptr::null(), no_record())));
+        // (A null record is never read: `cached` reads the record only when
+        // the domain matches, and no domain is null.)
+        let _ = CACHE.try_with(|c| c.set((ptr::null(), ptr::null())));
+        let _ = RCU_CACHE.try_with(|c| c.set((ptr::null(), ptr::null())));
         for (domain, record) in self.list.borrow_mut().drain(..) {
             record.release(domain);
         }
@@ -699,13 +750,47 @@ crate::sync::thread_local! {
         const { Cell::new((ptr::null(), &NO_RECORD)) };
     static REGISTRATIONS: Registrations =
         const { Registrations { list: RefCell::new(Vec::new()) } };
+    /// FCP-RCU's fast-path cache (`crate::rcu`): the record domain read in
+    /// last and this thread's record there, null when none. Separate from
+    /// `CACHE` so that a thread that alternates between a prwlock and an
+    /// RCU domain keeps both fast paths.
+    static RCU_CACHE: Cell<(*const Domain, *const Record)> =
+        const { Cell::new((ptr::null(), ptr::null())) };
 }
 
 // loom's `thread_local!` has no `const` initialiser form.
 #[cfg(loom)]
 crate::sync::thread_local! {
-    static CACHE: Cell<(*const Domain, *const Record)> = Cell::new((ptr::null(), no_record()));
+    static CACHE: Cell<(*const Domain, *const Record)> = Cell::new((ptr::null(), ptr::null()));
     static REGISTRATIONS: Registrations = Registrations { list: RefCell::new(Vec::new()) };
+    static RCU_CACHE: Cell<(*const Domain, *const Record)> = Cell::new((ptr::null(), ptr::null()));
+}
+
+/// The calling thread's record in `domain` if it is FCP-RCU's cached one
+/// (`crate::rcu`'s fast path), else `None`. Set only in `Membarrier` and
+/// `KernelHelper` modes, like [`cached`].
+#[inline(always)]
+pub(crate) fn rcu_cached(domain: &Domain) -> Option<&'static Record> {
+    let (d, r) = RCU_CACHE.with(Cell::get);
+    if ptr::eq(d, domain) {
+        // The cell holds this thread's record, non-null when the domain
+        // matches.
+        // SAFETY: so `r` is valid, and records are never freed.
+        Some(unsafe { &*r })
+    } else {
+        None
+    }
+}
+
+/// FCP-RCU's registration: [`register_record`], then the RCU cache (in
+/// the asymmetric modes only, as for prwlock's cache).
+#[cold]
+pub(crate) fn register_rcu(domain: &'static Domain) -> Option<&'static Record> {
+    let record = register_record(domain)?;
+    if barrier::is_asymmetric(barrier::barrier_mode()) {
+        let _ = RCU_CACHE.try_with(|c| c.set((domain, record)));
+    }
+    Some(record)
 }
 
 /// The cached record of `domain` for the calling thread, or a sentinel
@@ -742,7 +827,18 @@ pub(crate) fn find(domain: &'static Domain) -> Option<&'static Record> {
 /// then reads in active mode).
 #[cold]
 pub(crate) fn register(domain: &'static Domain) -> Option<&'static Record> {
-    let record = REGISTRATIONS
+    let record = register_record(domain)?;
+    if barrier::is_asymmetric(barrier::barrier_mode()) {
+        let _ = CACHE.try_with(|c| c.set((domain, record)));
+    }
+    Some(record)
+}
+
+/// The calling thread's record in `domain`, registering it on first use,
+/// without touching any fast-path cache. `None` once the thread's
+/// thread-locals are being destroyed.
+fn register_record(domain: &'static Domain) -> Option<&'static Record> {
+    REGISTRATIONS
         .try_with(|regs| {
             let found = regs
                 .list
@@ -758,9 +854,5 @@ pub(crate) fn register(domain: &'static Domain) -> Option<&'static Record> {
                 r
             })
         })
-        .ok()?;
-    if barrier::is_asymmetric(barrier::barrier_mode()) {
-        let _ = CACHE.try_with(|c| c.set((domain, record)));
-    }
-    Some(record)
+        .ok()
 }

@@ -43,6 +43,10 @@
 //!   slower fallback where readers pay a fence (`membarrier` refused, or
 //!   [`force_fence_mode`] / `PRWLOCK_FORCE_FENCE=1`);
 //!   [`kernel_helper_stats`] counts the helper's requests and IPIs.
+//! - [`rcu`]: FCP-RCU (FCP Section 5), read-copy update on the same
+//!   records, barrier modes and kernel helper: fence-free read sections,
+//!   `synchronize` by version consensus, deferred reclamation, and
+//!   [`rcu::RcuCell`], an `Arc<T>` cell in `arc_swap::ArcSwap`'s shape.
 //!
 //! # Threads
 //! A thread registers a status record in a domain on its first read there
@@ -84,6 +88,7 @@ pub mod domain;
 #[cfg(all(test, loom))]
 mod loom_tests;
 pub mod prwlock;
+pub mod rcu;
 
 pub(crate) use rwlock_core::sync;
 

@@ -1,11 +1,13 @@
 //! When a writer may skip the heavy barrier, and when it may not, counted
 //! per domain (`DomainStats::heavy_barriers`): readers that report the new
 //! version spare it, registered readers that do not report cost one per
-//! write, exited and retired records cost nothing.
+//! write, exited and retired records cost nothing. The same for FCP-RCU's
+//! synchronizers (`RcuStats::heavy_barriers`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, mpsc};
 
+use prwlock::rcu::RcuDomain;
 use prwlock::{Domain, PrwLock};
 
 /// The tests of this binary run one at a time: the busy-reader test counts
@@ -127,4 +129,82 @@ fn busy_readers_report_and_spare_writers_the_barrier() {
     eprintln!("{rounds} x {WRITES} writes beside a busy reader ({reads} reads): {stats:?}");
     assert_eq!(stats.version, rounds * WRITES);
     assert!(stats.heavy_barriers < rounds * WRITES, "{stats:?}");
+}
+
+#[test]
+fn rcu_a_busy_reader_reports_and_spares_the_barrier() {
+    // A reader in a tight loop of sections reports each new version at its
+    // next release, so the synchronizer finds every record reported within
+    // its short spin and runs no heavy barrier. (Without the reader's
+    // report, every round would need one.) On 2 CPUs the reader is
+    // sometimes descheduled, so a minority of rounds still pays.
+    let _serial = serial();
+    static D: RcuDomain = RcuDomain::new();
+    let stop = Arc::new(AtomicBool::new(false));
+    let sections = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let reader = {
+        let (stop, sections) = (stop.clone(), sections.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let g = D.read();
+                std::hint::black_box(&g);
+                drop(g);
+                sections.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    // Until the reader runs its loop (a woken thread takes a while to get
+    // a CPU, and 400 rounds take microseconds).
+    while sections.load(Ordering::Relaxed) < 10_000 {
+        std::thread::yield_now();
+    }
+    let before = D.stats();
+    let rounds = 400;
+    for _ in 0..rounds {
+        // Each round while the reader is seen running (it may still be
+        // descheduled right after; a round then pays the barrier).
+        let seen = sections.load(Ordering::Relaxed);
+        while sections.load(Ordering::Relaxed) < seen + 50 {
+            std::thread::yield_now();
+        }
+        D.synchronize();
+    }
+    stop.store(true, Ordering::Relaxed);
+    reader.join().unwrap();
+    let after = D.stats();
+    let barriers = after.heavy_barriers - before.heavy_barriers;
+    eprintln!("{barriers} heavy barriers in {rounds} rounds");
+    assert!(
+        barriers < rounds / 2,
+        "{barriers} of {rounds} rounds needed a heavy barrier"
+    );
+}
+
+#[test]
+fn rcu_an_idle_registered_reader_costs_a_barrier_unless_the_helper_sees_it_off_cpu() {
+    let _serial = serial();
+    static D: RcuDomain = RcuDomain::new();
+    let registered = Arc::new(Barrier::new(2));
+    let release = Arc::new(Barrier::new(2));
+    let reader = {
+        let (registered, release) = (registered.clone(), release.clone());
+        std::thread::spawn(move || {
+            drop(D.read());
+            registered.wait();
+            release.wait();
+        })
+    };
+    registered.wait();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let before = D.stats().heavy_barriers;
+    for _ in 0..50 {
+        D.synchronize();
+    }
+    let barriers = D.stats().heavy_barriers - before;
+    release.wait();
+    reader.join().unwrap();
+    match prwlock::barrier_mode() {
+        prwlock::BarrierMode::KernelHelper => assert_eq!(barriers, 0),
+        _ => assert_eq!(barriers, 50),
+    }
 }

@@ -22,7 +22,7 @@ fn is_serializing(mnemonic: &str, line: &str) -> bool {
         || mnemonic == "cpuid"
 }
 
-fn disassemble_read_pair() -> Vec<String> {
+fn disassemble(function: &str) -> Vec<String> {
     let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let workspace = crate_dir.parent().unwrap().parent().unwrap();
     let target = std::env::var_os("CARGO_TARGET_DIR")
@@ -58,11 +58,8 @@ fn disassemble_read_pair() -> Vec<String> {
     let text = String::from_utf8(out.stdout).unwrap();
     let mut lines = text
         .lines()
-        .skip_while(|l| !l.ends_with("<prwlock_read_pair>:"));
-    assert!(
-        lines.next().is_some(),
-        "prwlock_read_pair not found in the binary"
-    );
+        .skip_while(|l| !l.ends_with(&format!("<{function}>:")));
+    assert!(lines.next().is_some(), "{function} not found in the binary");
     lines
         .take_while(|l| !l.trim().is_empty())
         .map(|l| l.trim().to_owned())
@@ -71,8 +68,17 @@ fn disassemble_read_pair() -> Vec<String> {
 
 #[test]
 fn read_fast_path_has_no_locked_instruction_and_no_fence() {
-    let body = disassemble_read_pair();
-    eprintln!("prwlock_read_pair: {} instructions", body.len());
+    check_fast_path("prwlock_read_pair");
+}
+
+#[test]
+fn rcu_read_fast_path_has_no_locked_instruction_and_no_fence() {
+    check_fast_path("rcu_read_pair");
+}
+
+fn check_fast_path(function: &str) {
+    let body = disassemble(function);
+    eprintln!("{function}: {} instructions", body.len());
     for l in &body {
         eprintln!("    {l}");
     }

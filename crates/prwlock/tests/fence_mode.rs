@@ -3,8 +3,17 @@
 //! test binary, because the mode is chosen once per process.
 
 use lock_api::RawRwLock;
+use prwlock::rcu::RcuDomain;
 use prwlock::{BarrierMode, PrwLock, ReadGuardExt};
 use rwlock_core::testing;
+
+#[path = "support/poison.rs"]
+mod poison;
+#[path = "support/rcu_stress.rs"]
+mod rcu_stress;
+
+#[global_allocator]
+static ALLOC: poison::Poisoning = poison::Poisoning;
 
 fn fence_mode() {
     prwlock::force_fence_mode().expect("no lock was used before");
@@ -47,6 +56,19 @@ fn schedule_out_in_fence_mode() {
     drop(guard);
     writer.join().unwrap();
     assert_eq!(*lock.read(), 2);
+}
+
+/// FCP-RCU in Fence mode: readers fence, the release's slow path runs
+/// (the domain's sticky flag), and no reader sees a retired value.
+#[test]
+fn rcu_stress_in_fence_mode() {
+    fence_mode();
+    static D: RcuDomain = RcuDomain::new();
+    for readers in [1, 2, 8, 64] {
+        rcu_stress::stress(&D, readers, 2, if readers > 8 { 100 } else { 400 });
+    }
+    assert!(D.stats().rounds > 0);
+    assert_eq!(D.barrier_mode(), BarrierMode::Fence);
 }
 
 /// `PRWLOCK_FORCE_FENCE=1` selects the fallback without code: this test

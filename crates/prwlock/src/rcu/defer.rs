@@ -1,0 +1,253 @@
+//! Deferred reclamation ([`RcuDomain::defer`]): callbacks queued per
+//! domain and run in batches after a grace period.
+//!
+//! The queue is one mutex-protected vector per domain. Every
+//! [`RcuDomain::synchronize`] takes the whole queue before its grace
+//! period and runs it afterwards, on the calling thread ("reclaimed by
+//! whoever calls `synchronize`"); a `defer` that brings the queue to the
+//! batch size calls `synchronize` itself. So the memory held back is
+//! bounded by the batch size, plus one callback per thread deferring at
+//! that moment, plus whatever is deferred inside read sections (those
+//! callers cannot wait for a grace period, and leave the batch to the next
+//! caller). `RcuCell` retires its old values here without boxing a
+//! closure. The FCP paper's update throughput peaks below a batch of 100
+//! (Fig. 22), where a grace period costs a few microseconds; here one
+//! costs up to tens of microseconds on 2 cores with membarrier (an idle
+//! registered thread forces one), and update throughput kept rising to a
+//! batch of 1024 (`benches/rcu.rs`, `docs/rcu.md`): [`DEFAULT_BATCH`] is
+//! the knee of that curve, 256.
+//!
+//! Drop order: callbacks run in the order they were deferred. Nothing is
+//! kept per thread, so a thread's exit leaves nothing behind; at process
+//! exit, callbacks still queued in a `static` domain stay reachable from
+//! it and do not run (call [`RcuDomain::barrier`] before returning from
+//! `main` if they must). If a callback panics, the panic propagates to the
+//! caller after the rest of the batch is dropped without running (their
+//! captured values are dropped, so a `defer_drop` batch frees everything).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::RcuDomain;
+
+/// The default batch size (see the module docs and `docs/rcu.md`).
+pub const DEFAULT_BATCH: usize = 256;
+
+/// A deferred callback: a boxed closure, or (for `RcuCell`'s retired
+/// values, the common case) a pointer and the function that drops it, with
+/// no allocation.
+pub(super) enum Callback {
+    Boxed(Box<dyn FnOnce() + Send>),
+    Drop(*mut (), unsafe fn(*mut ())),
+}
+
+// SAFETY: `Drop` is only built by `defer_arc_drop` from an `Arc<T>` with
+// `T: Send + Sync`, whose last drop may run on any thread.
+unsafe impl Send for Callback {}
+
+impl Callback {
+    fn run(self) {
+        // Our `Drop` must not run after this: the value is consumed here.
+        let this = core::mem::ManuallyDrop::new(self);
+        match &*this {
+            Callback::Boxed(f) => {
+                // `this` is never used again, so the box is moved out once.
+                // SAFETY: a valid box, read once; its old place is forgotten.
+                let f = unsafe { core::ptr::read(f) };
+                f()
+            }
+            // The pair came from `defer_arc_drop`: `f` drops the `Arc`
+            // that `p` was made from.
+            // It runs once: `self` is consumed, its destructor never runs.
+            // SAFETY: so the call is sound.
+            Callback::Drop(p, f) => unsafe { f(*p) },
+        }
+    }
+}
+
+impl Drop for Callback {
+    fn drop(&mut self) {
+        // A `Drop` pair dropped without running (a batch abandoned after a
+        // panicking callback) still frees its value.
+        if let Callback::Drop(p, f) = *self {
+            // SAFETY: as in `run`, which never lets this destructor run.
+            unsafe { f(p) }
+        }
+    }
+}
+
+/// A domain's deferred callbacks.
+pub(super) struct Queue {
+    items: Mutex<Vec<Callback>>,
+    /// `items.len()`, readable without the lock (statistics).
+    len: AtomicUsize,
+    batch: AtomicUsize,
+    /// Batches taken whose callbacks have not all run yet.
+    in_flight: AtomicUsize,
+}
+
+impl core::fmt::Debug for Queue {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Queue")
+            .field("len", &self.len())
+            .field("batch", &self.batch.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl Queue {
+    pub(super) const fn new() -> Self {
+        Queue {
+            items: Mutex::new(Vec::new()),
+            len: AtomicUsize::new(0),
+            batch: AtomicUsize::new(DEFAULT_BATCH),
+            in_flight: AtomicUsize::new(0),
+        }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        // Relaxed: a statistic; the lock orders the real count.
+        self.len.load(Ordering::Relaxed)
+    }
+
+    /// Queues `f`; whether the queue reached the batch size.
+    fn push(&self, f: Callback) -> bool {
+        let mut items = self.items.lock().unwrap_or_else(PoisonError::into_inner);
+        items.push(f);
+        let n = items.len();
+        // Relaxed: under the lock.
+        self.len.store(n, Ordering::Relaxed);
+        n >= self.batch.load(Ordering::Relaxed)
+    }
+
+    /// Takes every queued callback; a non-empty batch counts as in flight
+    /// until the returned token drops.
+    pub(super) fn take(&self) -> (Vec<Callback>, InFlight<'_>) {
+        let mut items = self.items.lock().unwrap_or_else(PoisonError::into_inner);
+        // Relaxed: under the lock.
+        self.len.store(0, Ordering::Relaxed);
+        let batch = core::mem::take(&mut *items);
+        if !batch.is_empty() {
+            // Under the lock, so a `barrier` that finds the queue empty
+            // finds this count raised (the lock orders both).
+            self.in_flight.fetch_add(1, Ordering::Relaxed);
+        }
+        let counted = !batch.is_empty();
+        drop(items);
+        (batch, InFlight(self, counted))
+    }
+
+    /// Waits until no batch taken before is still running.
+    fn wait_in_flight(&self) {
+        // Acquire: pairs with the Release decrement after a batch ran, so
+        // its callbacks' effects are visible to the caller.
+        while self.in_flight.load(Ordering::Acquire) != 0 {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// Runs a batch in order (after its grace period). If a callback panics,
+/// the rest are dropped without running as the panic unwinds.
+pub(super) fn run(batch: Vec<Callback>) {
+    for f in batch {
+        f.run();
+    }
+}
+
+/// A batch in flight; counted down when dropped (unwinding included).
+pub(super) struct InFlight<'a>(&'a Queue, bool);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if self.1 {
+            // Release: see `wait_in_flight`.
+            self.0.in_flight.fetch_sub(1, Ordering::Release);
+        }
+    }
+}
+
+impl RcuDomain {
+    /// Runs `f` after a grace period: once every read section of this
+    /// domain that began before the call has ended (`call_rcu`). Callbacks
+    /// are batched ([`set_batch_size`](Self::set_batch_size)) and run by
+    /// whoever calls [`synchronize`](Self::synchronize) or
+    /// [`barrier`](Self::barrier) next, on that thread; the call that
+    /// fills a batch runs `synchronize` itself, the others return at once.
+    /// See the `defer` module docs for the memory bound and drop order.
+    ///
+    /// Inside a read section of this domain the callback is only queued
+    /// (the caller cannot wait for a grace period); a later call outside
+    /// one, or [`barrier`](Self::barrier), runs it.
+    pub fn defer(&'static self, f: impl FnOnce() + Send + 'static) {
+        self.defer_callback(Callback::Boxed(Box::new(f)));
+    }
+
+    /// Drops `value` (one strong count) after a grace period, without
+    /// boxing a closure (what `RcuCell` retires).
+    pub(super) fn defer_arc_drop<T: Send + Sync + 'static>(&'static self, value: Arc<T>) {
+        /// Drops the `Arc` behind `p`.
+        ///
+        /// # Safety
+        /// `p` came from `Arc::<T>::into_raw`, and is dropped once.
+        unsafe fn drop_arc<T>(p: *mut ()) {
+            // SAFETY: the caller's contract.
+            drop(unsafe { Arc::from_raw(p.cast_const().cast::<T>()) });
+        }
+        let p = Arc::into_raw(value).cast_mut().cast::<()>();
+        self.defer_callback(Callback::Drop(p, drop_arc::<T>));
+    }
+
+    fn defer_callback(&'static self, f: Callback) {
+        if self.deferred.push(f) && !self.in_read_section() {
+            self.reclaim();
+        }
+    }
+
+    /// Drops `value` after a grace period ([`defer`](Self::defer)); the
+    /// usual way to retire what a reader may still see.
+    pub fn defer_drop<T: Send + 'static>(&'static self, value: T) {
+        self.defer(move || drop(value))
+    }
+
+    /// Runs every callback deferred before the call, after a grace period
+    /// (`rcu_barrier`).
+    ///
+    /// # Panics
+    /// Inside a read section of this domain (see `synchronize`), or if a
+    /// callback panics.
+    pub fn barrier(&'static self) {
+        assert!(
+            !self.in_read_section(),
+            "prwlock::rcu: barrier inside a read section of the same domain would wait for itself"
+        );
+        self.reclaim();
+        // A batch another thread took before us may still be running.
+        self.deferred.wait_in_flight();
+    }
+
+    /// The batch size: a `defer` that brings the queue to it reclaims.
+    pub fn batch_size(&self) -> usize {
+        // Relaxed: a setting.
+        self.deferred.batch.load(Ordering::Relaxed)
+    }
+
+    /// Sets the batch size ([`DEFAULT_BATCH`] until then); 1 reclaims at
+    /// every `defer`.
+    ///
+    /// # Panics
+    /// If `batch` is 0.
+    pub fn set_batch_size(&self, batch: usize) {
+        assert!(batch >= 1, "prwlock::rcu: a batch size must be at least 1");
+        // Relaxed: a setting.
+        self.deferred.batch.store(batch, Ordering::Relaxed);
+    }
+
+    /// Takes the queued callbacks, waits for a grace period, runs them
+    /// (nothing when nothing is queued).
+    fn reclaim(&'static self) {
+        if self.deferred.len() != 0 {
+            self.synchronize();
+        }
+    }
+}

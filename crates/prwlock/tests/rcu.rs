@@ -1,0 +1,298 @@
+//! FCP-RCU (`prwlock::rcu`): grace periods, deferred reclamation and
+//! `RcuCell`, checked with a poisoning allocator (freed memory reads as
+//! poison, and is not reused for a while): no reader ever sees a value
+//! after its grace period, at 1, 2, 8 and 64 reader threads.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::Duration;
+
+use prwlock::rcu::{self, RcuCell, RcuDomain};
+
+#[path = "support/poison.rs"]
+mod poison;
+mod support;
+
+#[global_allocator]
+static ALLOC: poison::Poisoning = poison::Poisoning;
+
+#[path = "support/rcu_stress.rs"]
+mod rcu_stress;
+use rcu_stress::{Payload, stress};
+
+#[test]
+fn runs_in_the_expected_mode() {
+    assert_eq!(prwlock::barrier_mode(), support::expected_mode());
+}
+
+#[test]
+fn poisoned_stress_1_2_8_64_readers() {
+    static D: RcuDomain = RcuDomain::new();
+    for readers in [1, 2, 8, 64] {
+        let report = stress(&D, readers, 2, if readers > 8 { 150 } else { 600 });
+        eprintln!("{readers} readers: {report:?}");
+    }
+    let stats = D.stats();
+    assert!(
+        stats.rounds >= 1 && stats.rounds <= stats.synchronizes,
+        "{stats:?}"
+    );
+}
+
+#[test]
+fn poisoned_stress_batch_of_one() {
+    static D: RcuDomain = RcuDomain::new();
+    D.set_batch_size(1);
+    let report = stress(&D, 8, 2, 300);
+    let stats = D.stats();
+    // Every update reclaims at once: it runs a grace period, or finds its
+    // callback taken by the other updater's (each takes the whole queue).
+    assert!(
+        stats.synchronizes as usize * 2 >= report.updates,
+        "{report:?} {stats:?}"
+    );
+}
+
+#[test]
+fn synchronize_waits_for_a_section_that_began_before() {
+    static D: RcuDomain = RcuDomain::new();
+    for round in 0..20 {
+        let in_section = Arc::new(Barrier::new(2));
+        let left = Arc::new(AtomicBool::new(false));
+        let reader = {
+            let (in_section, left) = (in_section.clone(), left.clone());
+            thread::spawn(move || {
+                let g = D.read();
+                in_section.wait();
+                thread::sleep(Duration::from_millis(if round < 2 { 30 } else { 1 }));
+                left.store(true, Ordering::Relaxed);
+                drop(g);
+            })
+        };
+        in_section.wait();
+        D.synchronize();
+        // Relaxed: synchronize's return is ordered after the section's end.
+        assert!(
+            left.load(Ordering::Relaxed),
+            "round {round}: returned early"
+        );
+        reader.join().unwrap();
+    }
+}
+
+#[test]
+fn a_sleeping_reader_lets_the_synchronizer_sleep() {
+    static D: RcuDomain = RcuDomain::new();
+    let in_section = Arc::new(Barrier::new(2));
+    let reader = {
+        let in_section = in_section.clone();
+        thread::spawn(move || {
+            let g = D.read();
+            in_section.wait();
+            thread::sleep(Duration::from_millis(200));
+            drop(g);
+        })
+    };
+    in_section.wait();
+    let cpu = support::thread_cpu();
+    D.synchronize();
+    let cpu = support::thread_cpu() - cpu;
+    reader.join().unwrap();
+    assert!(D.stats().sleeps >= 1, "{:?}", D.stats());
+    assert!(
+        cpu < Duration::from_millis(40),
+        "the synchronizer burnt {cpu:?} waiting 200 ms for a reader"
+    );
+}
+
+#[test]
+fn domains_are_independent() {
+    static A: RcuDomain = RcuDomain::new();
+    static B: RcuDomain = RcuDomain::new();
+    let in_section = Arc::new(Barrier::new(2));
+    let release = Arc::new(Barrier::new(2));
+    let reader = {
+        let (in_section, release) = (in_section.clone(), release.clone());
+        thread::spawn(move || {
+            let _a = A.read();
+            in_section.wait();
+            release.wait();
+        })
+    };
+    in_section.wait();
+    for _ in 0..100 {
+        B.synchronize(); // must not wait for the reader of A
+    }
+    release.wait();
+    reader.join().unwrap();
+    A.synchronize();
+}
+
+#[test]
+fn sections_nest() {
+    static D: RcuDomain = RcuDomain::new();
+    assert!(!D.in_read_section());
+    let outer = D.read();
+    let inner = D.read();
+    drop(outer);
+    assert!(
+        D.in_read_section(),
+        "the section lasts until the last guard"
+    );
+    drop(inner);
+    assert!(!D.in_read_section());
+    D.synchronize();
+}
+
+#[test]
+#[should_panic(expected = "synchronize inside a read section")]
+fn synchronize_inside_a_section_panics() {
+    static D: RcuDomain = RcuDomain::new();
+    let _g = D.read();
+    D.synchronize();
+}
+
+#[test]
+#[should_panic(expected = "batch size must be at least 1")]
+fn a_zero_batch_is_refused() {
+    RcuDomain::global().set_batch_size(0);
+}
+
+#[test]
+fn deferred_callbacks_run_after_the_sections_and_barrier_runs_them_all() {
+    static D: RcuDomain = RcuDomain::new();
+    D.set_batch_size(4);
+    let ran = Arc::new(AtomicUsize::new(0));
+    // Deferred inside a section: only queued, even past the batch size.
+    {
+        let _g = D.read();
+        for _ in 0..6 {
+            let ran = ran.clone();
+            D.defer(move || {
+                ran.fetch_add(1, Ordering::Relaxed);
+            });
+        }
+        assert_eq!(ran.load(Ordering::Relaxed), 0);
+        assert_eq!(D.stats().pending, 6);
+    }
+    // The next defer outside a section reclaims the whole queue.
+    D.defer_drop(ran.clone());
+    assert_eq!(ran.load(Ordering::Relaxed), 6);
+    assert_eq!(D.stats().pending, 0);
+    for _ in 0..3 {
+        let ran = ran.clone();
+        D.defer(move || {
+            ran.fetch_add(1, Ordering::Relaxed);
+        });
+    }
+    assert_eq!(ran.load(Ordering::Relaxed), 6, "below the batch size");
+    D.barrier();
+    assert_eq!(ran.load(Ordering::Relaxed), 9);
+    assert_eq!(Arc::strong_count(&ran), 1, "every callback was dropped");
+}
+
+#[test]
+fn a_panicking_callback_drops_the_rest_of_its_batch() {
+    static D: RcuDomain = RcuDomain::new();
+    let value = Arc::new(());
+    D.defer(|| panic!("callback"));
+    D.defer_drop(value.clone());
+    assert!(std::panic::catch_unwind(|| D.barrier()).is_err());
+    assert_eq!(Arc::strong_count(&value), 1);
+    assert_eq!(D.stats().pending, 0);
+}
+
+#[test]
+fn cell_api_in_arc_swap_shape() {
+    static D: RcuDomain = RcuDomain::new();
+    let live = Arc::new(AtomicUsize::new(0));
+    let cell = RcuCell::new_in(Arc::new(Payload::new(1, &live)), &D);
+    assert_eq!(cell.load().seq(), 1);
+    cell.store(Arc::new(Payload::new(2, &live)));
+    let held = cell.load_full();
+    assert_eq!(held.seq(), 2);
+    let old = cell.swap(Arc::new(Payload::new(3, &live)));
+    assert!(Arc::ptr_eq(&old, &held));
+    // A failed compare-and-swap returns the current value, drops `new`.
+    let found = cell.compare_and_swap(&held, Arc::new(Payload::new(9, &live)));
+    assert_eq!(found.seq(), 3);
+    let replaced = cell.compare_and_swap(&found, Arc::new(Payload::new(4, &live)));
+    assert!(Arc::ptr_eq(&replaced, &found));
+    drop(replaced);
+    let replaced = cell.rcu(|old| Payload::new(old.seq() + 1, &live));
+    assert_eq!(replaced.seq(), 4);
+    {
+        let g = D.read();
+        assert_eq!(cell.get(&g).seq(), 5);
+    }
+    drop((held, old, found, replaced));
+    D.barrier();
+    assert_eq!(live.load(Ordering::Relaxed), 1, "only the current value");
+    drop(cell);
+    assert_eq!(live.load(Ordering::Relaxed), 0);
+}
+
+#[test]
+#[should_panic(expected = "another domain")]
+fn get_with_a_section_of_another_domain_panics() {
+    static D: RcuDomain = RcuDomain::new();
+    let cell = RcuCell::from_pointee(1u8); // global domain
+    let g = D.read();
+    let _ = cell.get(&g);
+}
+
+#[test]
+fn rcu_updates_under_contention_lose_nothing() {
+    static D: RcuDomain = RcuDomain::new();
+    let cell = Arc::new(RcuCell::from_pointee_in(0u64, &D));
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let cell = cell.clone();
+            thread::spawn(move || {
+                for _ in 0..500 {
+                    cell.rcu(|old| **old + 1);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(*cell.load(), 2000);
+}
+
+#[test]
+fn exited_threads_leave_their_records_for_others() {
+    static D: RcuDomain = RcuDomain::new();
+    for _ in 0..8 {
+        let t: Vec<_> = (0..4)
+            .map(|_| {
+                thread::spawn(|| {
+                    drop(D.read());
+                })
+            })
+            .collect();
+        for t in t {
+            t.join().unwrap();
+        }
+    }
+    let stats = D.stats();
+    assert!(stats.records <= 4, "records are reused: {stats:?}");
+    D.synchronize();
+}
+
+#[test]
+fn global_functions_use_the_global_domain() {
+    let cell = RcuCell::from_pointee(String::from("a"));
+    assert!(std::ptr::eq(cell.domain(), RcuDomain::global()));
+    {
+        let _g = rcu::read();
+        assert!(RcuDomain::global().in_read_section());
+    }
+    cell.store(Arc::new(String::from("b")));
+    rcu::defer_drop(Box::new(1u8));
+    rcu::synchronize();
+    rcu::barrier();
+    assert_eq!(*cell.load(), "b");
+}
