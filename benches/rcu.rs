@@ -16,7 +16,9 @@
 //! - `rcu_read_threads/T`: the same operation on T threads at once (1, 2,
 //!   16 on this 2-core machine), time per operation over all threads;
 //! - `rcu_synchronize/R`: one grace period (`synchronize` /
-//!   `synchronize_rcu`) while R reader threads run sections back to back;
+//!   `synchronize_rcu`) while R reader threads run sections back to back
+//!   (with R = 1 also `prwlock_rcu_idle_registered`: one more registered
+//!   thread that sits blocked and so never reports);
 //! - `rcu_update/B`: the FCP paper's update workload (Fig. 21/22): pointer
 //!   updates whose old values are freed after a grace period, one grace
 //!   period per batch of B, while 2 reader threads read; time per update;
@@ -327,6 +329,25 @@ fn synchronize(c: &mut Criterion) {
                 })
             };
             g.bench_function("prwlock_rcu", |b| b.iter(|| SYNC_DOMAIN.synchronize()));
+            if readers == 1 {
+                // The same with one more registered thread that sits idle
+                // (blocked): it never reports, so in Membarrier mode every
+                // round pays a membarrier (the kernel helper sees it off
+                // CPU and spares it).
+                let (release, idle) = std::sync::mpsc::channel::<()>();
+                let idle = thread::spawn(move || {
+                    drop(SYNC_DOMAIN.read());
+                    let _ = idle.recv();
+                });
+                while SYNC_DOMAIN.stats().records < 2 {
+                    thread::yield_now();
+                }
+                g.bench_function("prwlock_rcu_idle_registered", |b| {
+                    b.iter(|| SYNC_DOMAIN.synchronize())
+                });
+                drop(release);
+                idle.join().unwrap();
+            }
             drop(busy);
         }
         #[cfg(has_urcu)]
