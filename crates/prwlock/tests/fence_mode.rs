@@ -65,7 +65,7 @@ fn rcu_stress_in_fence_mode() {
     fence_mode();
     static D: RcuDomain = RcuDomain::new();
     for readers in [1, 2, 8, 64] {
-        rcu_stress::stress(&D, readers, 2, if readers > 8 { 100 } else { 400 });
+        rcu_stress::stress(&D, readers, 2, if readers > 8 { 100 } else { 400 }).check(readers);
     }
     assert!(D.stats().rounds > 0);
     assert_eq!(D.barrier_mode(), BarrierMode::Fence);

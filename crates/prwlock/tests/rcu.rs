@@ -32,6 +32,7 @@ fn poisoned_stress_1_2_8_64_readers() {
     for readers in [1, 2, 8, 64] {
         let report = stress(&D, readers, 2, if readers > 8 { 150 } else { 600 });
         eprintln!("{readers} readers: {report:?}");
+        report.check(readers);
     }
     let stats = D.stats();
     assert!(

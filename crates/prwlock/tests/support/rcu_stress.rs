@@ -75,6 +75,16 @@ pub struct Report {
     pub updates: usize,
 }
 
+impl Report {
+    /// Panics unless every reader read its share while updates went on.
+    pub fn check(&self, readers: usize) {
+        assert!(
+            self.reads >= readers * MIN_READS_PER_READER && self.updates > 0,
+            "{self:?}"
+        );
+    }
+}
+
 /// `readers` threads read while `updaters` threads make `updates` updates
 /// each at least, and on until every reader read `MIN_READS_PER_READER`
 /// times (store, swap, compare-and-swap, rcu in turn); some sections nest,
@@ -104,12 +114,12 @@ pub fn stress(
                     }
                     let v = cell.load();
                     v.check();
-                    if n % 64 == 0 {
+                    if n.is_multiple_of(64) {
                         let section = domain.read();
                         cell.get(&section).check();
                         v.check();
                     }
-                    if n % 512 == 0 {
+                    if n.is_multiple_of(512) {
                         thread::yield_now();
                         v.check();
                     }
@@ -141,7 +151,7 @@ pub fn stress(
                         1 => drop(cell.swap(Arc::new(Payload::new(seq, &live)))),
                         2 => {
                             let current = cell.load_full();
-                            current.check();
+                            assert!(current.seq() <= u64::MAX >> 8);
                             drop(
                                 cell.compare_and_swap(&current, Arc::new(Payload::new(seq, &live))),
                             );
