@@ -353,14 +353,17 @@ impl Record {
         self.kernel.store(false, Ordering::Release);
     }
 
-    /// Whether a consensus must consider this record: not `own`, owned by
-    /// a live thread, not retired (the checks `Domain::all_reported` makes
-    /// first, with the same orderings).
+    /// Whether a consensus must consider this record: not `own`, not
+    /// retired, owned by a live thread.
     #[inline]
     pub(crate) fn is_live_other(&self, own: *const Record) -> bool {
         !ptr::eq(self, own)
-            // Acquire (both): as in `Domain::all_reported`.
+            // Acquire: pairs with `Record::release` (retired: its thread
+            // has exited and takes no new hold).
             && !self.retired.load(Ordering::Acquire)
+            // Acquire: a free record's last owner released it (Release); a
+            // thread that claims it afterwards runs a SeqCst fence before
+            // its first check of a writer word (see `claim`).
             && self.in_use.load(Ordering::Acquire)
     }
 
@@ -555,16 +558,20 @@ impl Domain {
     /// check of a writer word (see the lock's module docs), and the heavy
     /// barrier is not needed.
     pub(crate) fn all_reported(&self, version: u64, own: *const Record) -> bool {
+        self.all_reported_by(own, |r| r.reported(version))
+    }
+
+    /// [`all_reported`](Self::all_reported) with the caller's test of a
+    /// report (FCP-RCU's records report in slot 0 also inside a section).
+    #[inline]
+    pub(crate) fn all_reported_by(
+        &self,
+        own: *const Record,
+        reported: impl Fn(&Record) -> bool,
+    ) -> bool {
         self.records().all(|r| {
-            ptr::eq(r, own)
-                // Acquire: pairs with `Record::release` (retired: its
-                // thread has exited and takes no new hold).
-                || r.retired.load(Ordering::Acquire)
-                // Acquire: a free record's last owner released it (Release);
-                // a thread that claims it afterwards runs a SeqCst fence
-                // before its first check of a writer word (see `claim`).
-                || !r.in_use.load(Ordering::Acquire)
-                || r.reported(version)
+            !r.is_live_other(own)
+                || reported(r)
                 // The helper marked the owner off CPU after the scheduler's
                 // full barrier (so its stores are visible), and marks it on
                 // CPU again, then runs smp_mb(), before it returns to user
@@ -596,12 +603,10 @@ impl Domain {
         #[cfg(not(loom))]
         if let Some(dev) = barrier::device() {
             let unreachable = self.records().any(|r| {
-                !ptr::eq(r, own)
-                    // Acquire (all three): as in `all_reported`; `kernel`
-                    // pairs with the Release in `register_with_kernel`.
-                    && !r.retired.load(Ordering::Acquire)
-                    && r.in_use.load(Ordering::Acquire)
+                r.is_live_other(own)
                     && (all || !r.reported(version))
+                    // Acquire: pairs with the Release in
+                    // `register_with_kernel`.
                     && !r.kernel.load(Ordering::Acquire)
             });
             if !unreachable && dev.consensus(self.cookie(), version, all).is_ok() {
@@ -786,11 +791,9 @@ pub(crate) fn rcu_cached(domain: &Domain) -> Option<&'static Record> {
 /// the asymmetric modes only, as for prwlock's cache).
 #[cold]
 pub(crate) fn register_rcu(domain: &'static Domain) -> Option<&'static Record> {
-    let record = register_record(domain)?;
-    if barrier::is_asymmetric(barrier::barrier_mode()) {
-        let _ = RCU_CACHE.try_with(|c| c.set((domain, record)));
-    }
-    Some(record)
+    register_caching(domain, |cached| {
+        let _ = RCU_CACHE.try_with(|c| c.set(cached));
+    })
 }
 
 /// The cached record of `domain` for the calling thread, or a sentinel
@@ -827,9 +830,21 @@ pub(crate) fn find(domain: &'static Domain) -> Option<&'static Record> {
 /// then reads in active mode).
 #[cold]
 pub(crate) fn register(domain: &'static Domain) -> Option<&'static Record> {
+    register_caching(domain, |cached| {
+        let _ = CACHE.try_with(|c| c.set(cached));
+    })
+}
+
+/// [`register_record`], then `cache` the pair (domain, record) in the
+/// asymmetric modes only (a cached record tells a fast path that the light
+/// barrier is a compiler fence).
+fn register_caching(
+    domain: &'static Domain,
+    cache: impl FnOnce((*const Domain, *const Record)),
+) -> Option<&'static Record> {
     let record = register_record(domain)?;
     if barrier::is_asymmetric(barrier::barrier_mode()) {
-        let _ = CACHE.try_with(|c| c.set((domain, record)));
+        cache((domain, record));
     }
     Some(record)
 }

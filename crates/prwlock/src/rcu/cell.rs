@@ -266,13 +266,13 @@ impl<T: Send + Sync + 'static> RcuCell<T> {
         }
     }
 
-    /// Drops the cell's count on `old` after a grace period.
+    /// Drops the cell's count on `old` (swapped out, so ours) after a
+    /// grace period.
     fn retire(&self, old: *mut T) {
-        // The cell's count on `old` is ours now (swapped out); it is
-        // dropped after every section that could have loaded it.
-        // SAFETY: `old` came from `Arc::into_raw`, with that count.
-        let old = unsafe { Arc::from_raw(old) };
-        self.domain.defer_arc_drop(old);
+        drop(Retired {
+            old,
+            domain: self.domain,
+        });
     }
 }
 
@@ -291,6 +291,7 @@ unsafe impl<T: Send + Sync + 'static> Send for Retired<T> {}
 
 impl<T: Send + Sync + 'static> Drop for Retired<T> {
     fn drop(&mut self) {
+        // It is dropped after every section that could have loaded it.
         // SAFETY: `old` came from `Arc::into_raw` and the count is ours.
         let old = unsafe { Arc::from_raw(self.old) };
         self.domain.defer_arc_drop(old);

@@ -106,8 +106,9 @@ impl Queue {
     }
 
     pub(super) fn len(&self) -> usize {
-        // Relaxed: a statistic; the lock orders the real count.
-        self.len.load(Ordering::Relaxed)
+        // Acquire: pairs with the Release store in `take`, so a caller that
+        // reads its 0 also sees that batch counted in `in_flight`.
+        self.len.load(Ordering::Acquire)
     }
 
     /// Queues `f`; whether the queue reached the batch size.
@@ -123,16 +124,20 @@ impl Queue {
     /// Takes every queued callback; a non-empty batch counts as in flight
     /// until the returned token drops.
     pub(super) fn take(&self) -> (Vec<Callback>, InFlight<'_>) {
+        // Every `synchronize` comes here: an empty queue costs no lock.
+        if self.len() == 0 {
+            return (Vec::new(), InFlight(self, false));
+        }
         let mut items = self.items.lock().unwrap_or_else(PoisonError::into_inner);
-        // Relaxed: under the lock.
-        self.len.store(0, Ordering::Relaxed);
         let batch = core::mem::take(&mut *items);
-        if !batch.is_empty() {
-            // Under the lock, so a `barrier` that finds the queue empty
-            // finds this count raised (the lock orders both).
+        let counted = !batch.is_empty();
+        if counted {
+            // Relaxed: ordered before the store below, which publishes it.
             self.in_flight.fetch_add(1, Ordering::Relaxed);
         }
-        let counted = !batch.is_empty();
+        // Release: a `barrier` that reads this 0 (Acquire in `len`) and
+        // finds nothing to take sees the batch in flight, and waits for it.
+        self.len.store(0, Ordering::Release);
         drop(items);
         (batch, InFlight(self, counted))
     }

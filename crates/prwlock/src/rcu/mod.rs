@@ -334,24 +334,30 @@ impl RcuDomain {
     #[inline]
     pub fn read(&'static self) -> RcuReadGuard {
         if let Some(record) = domain::rcu_cached(&self.records) {
-            let slot = record.slot(0);
-            // Relaxed: the owner reads its own last store.
-            let word = slot.load(Ordering::Relaxed);
-            let release = if word & FREE != 0 {
-                // Release: a synchronizer that reads this word (Acquire)
-                // also sees the end of our earlier sections. Ordered before
-                // the section's loads by the light barrier, which pairs with
-                // the synchronizer's heavy barrier.
-                slot.store(word ^ (FREE | HOLD), Ordering::Release);
-                barrier::light();
-                word
-            } else {
-                record.nest();
-                NESTED
-            };
-            return RcuReadGuard::new(record, release);
+            return Self::begin(record, barrier::light);
         }
         self.read_slow()
+    }
+
+    /// Enters a section on `record` (Fig. 7 `RCUReadLock`), or one more
+    /// guard of the section it is in; `light` is the light barrier of the
+    /// process's mode.
+    #[inline(always)]
+    fn begin(record: &'static Record, light: impl FnOnce()) -> RcuReadGuard {
+        let slot = record.slot(0);
+        // Relaxed: the owner reads its own last store.
+        let word = slot.load(Ordering::Relaxed);
+        if word & FREE == 0 {
+            record.nest();
+            return RcuReadGuard::new(record, NESTED);
+        }
+        // Release: a synchronizer that reads this word (Acquire) also sees
+        // the end of our earlier sections. Ordered before the section's
+        // loads by the light barrier, which pairs with the synchronizer's
+        // heavy barrier.
+        slot.store(word ^ (FREE | HOLD), Ordering::Release);
+        light();
+        RcuReadGuard::new(record, word)
     }
 
     /// A read without the cached record: the thread's first read in the
@@ -367,17 +373,7 @@ impl RcuDomain {
             Some(record) => {
                 // The release fast path finds the domain through it.
                 record.set_context(self as *const RcuDomain as usize);
-                let slot = record.slot(0);
-                // Relaxed: own word.
-                let word = slot.load(Ordering::Relaxed);
-                if word & FREE == 0 {
-                    record.nest();
-                    return RcuReadGuard::new(record, NESTED);
-                }
-                // Release, then the barrier: as in `read`.
-                slot.store(word ^ (FREE | HOLD), Ordering::Release);
-                barrier::light_in(mode);
-                RcuReadGuard::new(record, word)
+                Self::begin(record, || barrier::light_in(mode))
             }
             None => {
                 // SeqCst RMW and fence: a Dekker pair with the
@@ -632,12 +628,9 @@ impl RcuDomain {
     /// Phase 1's test: every live record other than `own` reported `v`
     /// (in or out of a section) or has its owner off CPU.
     fn all_reported(&self, v: u64, own: *const Record) -> bool {
-        self.records.records().all(|r| {
-            !r.is_live_other(own)
-                // Acquire: pairs with the owner's Release report.
-                || r.slot(0).load(Ordering::Acquire) & VERSION >= v
-                // The helper's mark: see `Domain::all_reported`.
-                || r.off_cpu()
+        self.records.all_reported_by(own, |r| {
+            // Acquire: pairs with the owner's Release report.
+            r.slot(0).load(Ordering::Acquire) & VERSION >= v
         })
     }
 
@@ -680,13 +673,13 @@ impl Record {
 ///
 /// Guards of one thread and domain may drop in any order: the section
 /// ends when the last of them drops.
-#[must_use = "the section ends when the guard drops"]
 ///
 /// Two words, so that it travels in registers: the thread's record and
 /// the status word that ends the section (`FREE | v`), kept by the guard
 /// that began the section (the release then does not reload the word it
 /// just stored); `NESTED` in the other guards of the section; for a
 /// section counted in `active`, no record and the domain's address.
+#[must_use = "the section ends when the guard drops"]
 #[derive(Debug)]
 pub struct RcuReadGuard {
     record: *const Record,
