@@ -1,0 +1,282 @@
+//! The exported `pthread_rwlock_*` functions: check the arguments, forward
+//! the passthrough family and process-shared locks to glibc, dispatch the
+//! rest to the family's [`shim`](crate::shim).
+
+use crate::families::on_family;
+use crate::family::{self, Family};
+use crate::glibc::real;
+use crate::shim::{self, Wait};
+use libc::{EINVAL, c_int, clockid_t, pthread_rwlock_t, pthread_rwlockattr_t, timespec};
+
+const _: () = assert!(size_of::<pthread_rwlock_t>() == 56 && align_of::<pthread_rwlock_t>() == 8);
+
+unsafe extern "C" {
+    // glibc's; not interposed by this library.
+    fn pthread_rwlockattr_getkind_np(attr: *const pthread_rwlockattr_t, pref: *mut c_int) -> c_int;
+}
+
+/// The family to dispatch `rw` to, or `None` for glibc's own lock.
+///
+/// # Safety
+///
+/// `rw` is non-null and points to a `pthread_rwlock_t`.
+#[inline(always)]
+unsafe fn ours(rw: *mut pthread_rwlock_t) -> Option<Family> {
+    let f = family::current();
+    // SAFETY: forwarded.
+    if f == Family::Passthrough || unsafe { shim::is_process_shared(rw) } {
+        None
+    } else {
+        Some(f)
+    }
+}
+
+/// Reads a caller's `abstime` (`None`: null).
+///
+/// # Safety
+///
+/// `at` is null or points to a readable `timespec`.
+unsafe fn deadline(at: *const timespec) -> Option<timespec> {
+    // SAFETY: non-null: the caller's readable timespec.
+    (!at.is_null()).then(|| unsafe { at.read() })
+}
+
+/// The family the process runs on, as `RWLOCK_IMPL` names it (resolving it
+/// if no lock call has yet): a static NUL-terminated string. C programs can
+/// find it with `dlsym(RTLD_DEFAULT, "rwlock_preload_family")` to learn
+/// whether the library is loaded and which lock they run on.
+#[unsafe(no_mangle)]
+pub extern "C" fn rwlock_preload_family() -> *const libc::c_char {
+    family::current().c_name().as_ptr()
+}
+
+/// `pthread_rwlock_init`: a private lock of the attribute's kind on the
+/// process's family; a process-shared one on glibc.
+///
+/// # Safety
+///
+/// POSIX's: `rw` points to a `pthread_rwlock_t` nobody uses; `attr` is
+/// null or an initialised attribute object.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_rwlock_init(
+    rw: *mut pthread_rwlock_t,
+    attr: *const pthread_rwlockattr_t,
+) -> c_int {
+    if rw.is_null() {
+        return EINVAL;
+    }
+    let (mut pshared, mut kind) = (libc::PTHREAD_PROCESS_PRIVATE, 0);
+    if !attr.is_null() {
+        // SAFETY: the caller's attribute object; glibc's getters.
+        let bad = unsafe {
+            libc::pthread_rwlockattr_getpshared(attr, &mut pshared) != 0
+                || pthread_rwlockattr_getkind_np(attr, &mut kind) != 0
+        };
+        if bad {
+            return EINVAL;
+        }
+    }
+    let f = family::current();
+    if f == Family::Passthrough || pshared != libc::PTHREAD_PROCESS_PRIVATE {
+        // SAFETY: forwarded to glibc with the caller's arguments.
+        return unsafe { (real().init)(rw, attr) };
+    }
+    // SAFETY: non-null, the caller's lock.
+    unsafe { on_family!(f, init(rw, kind)) }
+}
+
+/// `pthread_rwlock_destroy`.
+///
+/// # Safety
+///
+/// POSIX's: `rw` points to an initialised lock nobody else is using.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_rwlock_destroy(rw: *mut pthread_rwlock_t) -> c_int {
+    if rw.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: non-null, the caller's initialised lock (POSIX's contract).
+    unsafe {
+        match ours(rw) {
+            None => (real().destroy)(rw),
+            Some(f) => on_family!(f, destroy(rw)),
+        }
+    }
+}
+
+/// `pthread_rwlock_rdlock`.
+///
+/// # Safety
+///
+/// POSIX's: `rw` points to an initialised lock.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_rwlock_rdlock(rw: *mut pthread_rwlock_t) -> c_int {
+    if rw.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: non-null, the caller's initialised lock (POSIX's contract).
+    unsafe {
+        match ours(rw) {
+            None => (real().rdlock)(rw),
+            Some(f) => on_family!(f, read(rw, Wait::Block)),
+        }
+    }
+}
+
+/// `pthread_rwlock_tryrdlock`.
+///
+/// # Safety
+///
+/// As [`pthread_rwlock_rdlock`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_rwlock_tryrdlock(rw: *mut pthread_rwlock_t) -> c_int {
+    if rw.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: non-null, the caller's initialised lock (POSIX's contract).
+    unsafe {
+        match ours(rw) {
+            None => (real().tryrdlock)(rw),
+            Some(f) => on_family!(f, read(rw, Wait::Try)),
+        }
+    }
+}
+
+/// `pthread_rwlock_timedrdlock` (`CLOCK_REALTIME`).
+///
+/// # Safety
+///
+/// As [`pthread_rwlock_rdlock`]; `at` null or a readable `timespec`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_rwlock_timedrdlock(
+    rw: *mut pthread_rwlock_t,
+    at: *const timespec,
+) -> c_int {
+    // SAFETY: forwarded.
+    unsafe { pthread_rwlock_clockrdlock(rw, libc::CLOCK_REALTIME, at) }
+}
+
+/// `pthread_rwlock_clockrdlock`.
+///
+/// # Safety
+///
+/// As [`pthread_rwlock_timedrdlock`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_rwlock_clockrdlock(
+    rw: *mut pthread_rwlock_t,
+    clock: clockid_t,
+    at: *const timespec,
+) -> c_int {
+    if rw.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: non-null, the caller's initialised lock; `at` null or a
+    // readable timespec (POSIX's contract).
+    unsafe {
+        match ours(rw) {
+            None => (real().clockrdlock)(rw, clock, at),
+            Some(f) => match deadline(at) {
+                None => EINVAL,
+                Some(at) => on_family!(f, read(rw, Wait::Until(clock, at))),
+            },
+        }
+    }
+}
+
+/// `pthread_rwlock_wrlock`.
+///
+/// # Safety
+///
+/// As [`pthread_rwlock_rdlock`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_rwlock_wrlock(rw: *mut pthread_rwlock_t) -> c_int {
+    if rw.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: non-null, the caller's initialised lock (POSIX's contract).
+    unsafe {
+        match ours(rw) {
+            None => (real().wrlock)(rw),
+            Some(f) => on_family!(f, write(rw, Wait::Block)),
+        }
+    }
+}
+
+/// `pthread_rwlock_trywrlock`.
+///
+/// # Safety
+///
+/// As [`pthread_rwlock_rdlock`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_rwlock_trywrlock(rw: *mut pthread_rwlock_t) -> c_int {
+    if rw.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: non-null, the caller's initialised lock (POSIX's contract).
+    unsafe {
+        match ours(rw) {
+            None => (real().trywrlock)(rw),
+            Some(f) => on_family!(f, write(rw, Wait::Try)),
+        }
+    }
+}
+
+/// `pthread_rwlock_timedwrlock` (`CLOCK_REALTIME`).
+///
+/// # Safety
+///
+/// As [`pthread_rwlock_timedrdlock`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_rwlock_timedwrlock(
+    rw: *mut pthread_rwlock_t,
+    at: *const timespec,
+) -> c_int {
+    // SAFETY: forwarded.
+    unsafe { pthread_rwlock_clockwrlock(rw, libc::CLOCK_REALTIME, at) }
+}
+
+/// `pthread_rwlock_clockwrlock`.
+///
+/// # Safety
+///
+/// As [`pthread_rwlock_timedrdlock`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_rwlock_clockwrlock(
+    rw: *mut pthread_rwlock_t,
+    clock: clockid_t,
+    at: *const timespec,
+) -> c_int {
+    if rw.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: non-null, the caller's initialised lock; `at` null or a
+    // readable timespec (POSIX's contract).
+    unsafe {
+        match ours(rw) {
+            None => (real().clockwrlock)(rw, clock, at),
+            Some(f) => match deadline(at) {
+                None => EINVAL,
+                Some(at) => on_family!(f, write(rw, Wait::Until(clock, at))),
+            },
+        }
+    }
+}
+
+/// `pthread_rwlock_unlock`.
+///
+/// # Safety
+///
+/// As [`pthread_rwlock_rdlock`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_rwlock_unlock(rw: *mut pthread_rwlock_t) -> c_int {
+    if rw.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: non-null, the caller's initialised lock (POSIX's contract).
+    unsafe {
+        match ours(rw) {
+            None => (real().unlock)(rw),
+            Some(f) => on_family!(f, unlock(rw)),
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! Which lock family the process runs on: chosen once, from `RWLOCK_IMPL`,
+//! at the first call into the library (not in a constructor, so that a lock
+//! used by another library's constructor before ours would have run gets
+//! the same family as every later one).
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// The environment variable that names the family.
+pub const ENV: &str = "RWLOCK_IMPL";
+
+/// A lock family the library can put behind `pthread_rwlock_t`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Family {
+    /// `bravo::RwLock`'s lock: BRAVO over parking_lot (the default).
+    Bravo = 1,
+    /// BRAVO over PF-Q (the BRAVO paper's "BRAVO-BA").
+    BravoPfq,
+    /// Phase-fair queue lock (PF-Q), restricted.
+    Pfq,
+    /// Phase-fair ticket lock (PF-T), restricted.
+    Pft,
+    /// Per-CPU brlock, restricted.
+    Brlock,
+    /// Cohort C-RW-WP (writer preference).
+    CohortWp,
+    /// Cohort C-RW-NP (neutral preference).
+    CohortNp,
+    /// Cohort C-RW-RP (reader preference).
+    CohortRp,
+    /// Cohort, preference from the lock's attribute
+    /// (`pthread_rwlockattr_setkind_np`).
+    Cohort,
+    /// The passive reader-writer lock (prwlock).
+    Prwlock,
+    /// `parking_lot::RawRwLock`.
+    ParkingLot,
+    /// glibc's own `pthread_rwlock_*` (the library forwards every call).
+    Passthrough,
+}
+
+/// Every family: its `RWLOCK_IMPL` name and one line on what it is.
+pub const FAMILIES: &[(Family, &str, &str)] = &[
+    (
+        Family::Bravo,
+        "bravo",
+        "BRAVO over parking_lot (bravo::RwLock)",
+    ),
+    (
+        Family::BravoPfq,
+        "bravo-pfq",
+        "BRAVO over the phase-fair queue lock",
+    ),
+    (
+        Family::Pfq,
+        "pfq",
+        "phase-fair queue lock (PF-Q), writers restricted to running CPUs",
+    ),
+    (
+        Family::Pft,
+        "pft",
+        "phase-fair ticket lock (PF-T), writers restricted to running CPUs",
+    ),
+    (
+        Family::Brlock,
+        "brlock",
+        "per-CPU brlock: a reader takes its CPU's sub-lock, a writer all",
+    ),
+    (
+        Family::CohortWp,
+        "cohort-wp",
+        "NUMA cohort lock C-RW-WP (writer preference)",
+    ),
+    (
+        Family::CohortNp,
+        "cohort-np",
+        "NUMA cohort lock C-RW-NP (neutral preference)",
+    ),
+    (
+        Family::CohortRp,
+        "cohort-rp",
+        "NUMA cohort lock C-RW-RP (reader preference)",
+    ),
+    (
+        Family::Cohort,
+        "cohort",
+        "cohort lock, preference per lock from pthread_rwlockattr_setkind_np (reader: RP, writer: WP)",
+    ),
+    (
+        Family::Prwlock,
+        "prwlock",
+        "passive reader-writer lock: readers run no atomic RMW and no fence",
+    ),
+    (Family::ParkingLot, "parking_lot", "parking_lot::RawRwLock"),
+    (
+        Family::Passthrough,
+        "passthrough",
+        "glibc's own pthread_rwlock_t (every call forwarded)",
+    ),
+];
+
+/// The family used when `RWLOCK_IMPL` is unset or `help`.
+pub const DEFAULT: Family = Family::Bravo;
+
+/// What `RWLOCK_IMPL=value` asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Choice {
+    /// A family by name.
+    Family(Family),
+    /// `help`: list the families, then run on the default.
+    Help,
+    /// Not a name: say so, then run on the passthrough.
+    Unknown,
+}
+
+impl Family {
+    /// The family named `name` (exact, lower case).
+    pub fn from_name(name: &str) -> Option<Family> {
+        FAMILIES
+            .iter()
+            .find(|(_, n, _)| *n == name)
+            .map(|(f, _, _)| *f)
+    }
+
+    /// The family's `RWLOCK_IMPL` name.
+    pub fn name(self) -> &'static str {
+        FAMILIES
+            .iter()
+            .find(|(f, _, _)| *f == self)
+            .map(|(_, n, _)| *n)
+            .unwrap_or("?")
+    }
+
+    /// The name as a C string (for `rwlock_preload_family`).
+    pub fn c_name(self) -> &'static std::ffi::CStr {
+        match self {
+            Family::Bravo => c"bravo",
+            Family::BravoPfq => c"bravo-pfq",
+            Family::Pfq => c"pfq",
+            Family::Pft => c"pft",
+            Family::Brlock => c"brlock",
+            Family::CohortWp => c"cohort-wp",
+            Family::CohortNp => c"cohort-np",
+            Family::CohortRp => c"cohort-rp",
+            Family::Cohort => c"cohort",
+            Family::Prwlock => c"prwlock",
+            Family::ParkingLot => c"parking_lot",
+            Family::Passthrough => c"passthrough",
+        }
+    }
+
+    fn from_u8(v: u8) -> Option<Family> {
+        FAMILIES.iter().map(|(f, _, _)| *f).find(|f| *f as u8 == v)
+    }
+}
+
+/// Parses a value of `RWLOCK_IMPL` (surrounding blanks ignored; `None`:
+/// unset).
+pub fn parse(value: Option<&str>) -> Choice {
+    match value.map(str::trim) {
+        None | Some("") => Choice::Family(DEFAULT),
+        Some("help") => Choice::Help,
+        Some(name) => Family::from_name(name).map_or(Choice::Unknown, Choice::Family),
+    }
+}
+
+/// The text `RWLOCK_IMPL=help` prints.
+pub fn help_text() -> String {
+    let mut s = format!("rwlock-preload: {ENV} chooses the lock behind pthread_rwlock_t:\n");
+    for (f, name, what) in FAMILIES {
+        let mark = if *f == DEFAULT { " (default)" } else { "" };
+        s.push_str(&format!("  {name:<12} {what}{mark}\n"));
+    }
+    s
+}
+
+/// The resolved family; 0 until the first call resolves it.
+static FAMILY: AtomicU8 = AtomicU8::new(0);
+
+/// The process's family, resolved from the environment at the first call.
+#[inline]
+pub fn current() -> Family {
+    // Relaxed: the value is a pure function of the environment read by
+    // whoever resolves it; nothing else is published with it.
+    match Family::from_u8(FAMILY.load(Ordering::Relaxed)) {
+        Some(f) => f,
+        None => resolve(),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn resolve() -> Family {
+    let raw = std::env::var_os(ENV);
+    let text = raw.as_ref().map(|v| v.to_string_lossy());
+    let choice = parse(text.as_deref());
+    let family = match choice {
+        Choice::Family(f) => f,
+        Choice::Help => DEFAULT,
+        Choice::Unknown => Family::Passthrough,
+    };
+    // Whoever installs the value prints what there is to print, once.
+    if FAMILY
+        .compare_exchange(0, family as u8, Ordering::Relaxed, Ordering::Relaxed)
+        .is_ok()
+    {
+        let mut err = std::io::stderr();
+        // Errors writing to stderr are ignored: the host program goes on.
+        match choice {
+            Choice::Help => {
+                let _ = write!(err, "{}", help_text());
+            }
+            Choice::Unknown => {
+                let _ = writeln!(
+                    err,
+                    "rwlock-preload: unknown {ENV}={:?} ({ENV}=help lists the choices); using glibc's pthread_rwlock_t (passthrough)",
+                    text.as_deref().unwrap_or("")
+                );
+            }
+            Choice::Family(_) => {}
+        }
+    }
+    Family::from_u8(FAMILY.load(Ordering::Relaxed)).unwrap_or(family)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_are_unique() {
+        for (f, name, _) in FAMILIES {
+            assert_eq!(Family::from_name(name), Some(*f));
+            assert_eq!(f.name(), *name);
+            assert_eq!(f.c_name().to_str(), Ok(*name));
+            assert_eq!(Family::from_u8(*f as u8), Some(*f));
+        }
+        assert_eq!(Family::from_u8(0), None);
+        assert_eq!(Family::from_u8(200), None);
+    }
+
+    #[test]
+    fn parse_values() {
+        assert_eq!(parse(None), Choice::Family(DEFAULT));
+        assert_eq!(parse(Some("")), Choice::Family(DEFAULT));
+        assert_eq!(parse(Some(" pfq\n")), Choice::Family(Family::Pfq));
+        assert_eq!(parse(Some("help")), Choice::Help);
+        assert_eq!(parse(Some("BRAVO")), Choice::Unknown);
+        assert_eq!(parse(Some("bravo;rm -rf")), Choice::Unknown);
+        assert_eq!(parse(Some("\u{fffd}")), Choice::Unknown);
+    }
+
+    #[test]
+    fn help_lists_every_family() {
+        let text = help_text();
+        for (_, name, _) in FAMILIES {
+            assert!(text.contains(name), "{name} missing from help");
+        }
+        assert!(text.contains("(default)"));
+    }
+}

@@ -1,0 +1,124 @@
+//! `LD_PRELOAD` library that puts the workspace's reader-writer locks behind
+//! `pthread_rwlock_t`, so unmodified C and C++ programs run on them (the
+//! papers' method: BRAVO Section 5.5, the cohort paper's Section 5, FCP's
+//! database runs).
+//!
+//! ```sh
+//! cargo build --release -p rwlock-preload
+//! RWLOCK_IMPL=bravo LD_PRELOAD=target/release/librwlock_preload.so ./program
+//! RWLOCK_IMPL=help  LD_PRELOAD=target/release/librwlock_preload.so true   # the choices
+//! ```
+//!
+//! # What it interposes
+//!
+//! `pthread_rwlock_init`, `_destroy`, `_rdlock`, `_tryrdlock`,
+//! `_timedrdlock`, `_clockrdlock`, `_wrlock`, `_trywrlock`, `_timedwrlock`,
+//! `_clockwrlock` and `_unlock`: every call a program or a library makes on
+//! a `pthread_rwlock_t` (libstdc++'s `std::shared_mutex` and
+//! `std::shared_timed_mutex` included). Attribute objects stay glibc's: the
+//! library reads `pthread_rwlockattr_getpshared` and
+//! `pthread_rwlockattr_getkind_np` at `pthread_rwlock_init`.
+//!
+//! **Symbol versions.** glibc exports these functions twice,
+//! `@@GLIBC_2.34` (programs linked since glibc 2.34) and `@GLIBC_2.2.5`
+//! (older programs, formerly from libpthread). The library exports each
+//! name once, unversioned: the dynamic linker binds a versioned reference
+//! to an unversioned definition that comes first in the search order
+//! (`check_match` in glibc's `dl-lookup.c` accepts a definition of version
+//! index 1, "global", for any version that is not hidden), so programs
+//! linked against either version bind to it. The tests check both: the C
+//! stress program binds `@GLIBC_2.34`, and a second build of it references
+//! `@GLIBC_2.2.5` through `.symver`. (rustc gives a `cdylib` its own
+//! version script, which cannot be combined with named version nodes.)
+//!
+//! # The family
+//!
+//! `RWLOCK_IMPL` names it, read once at the first call (see
+//! [`family::FAMILIES`] or `RWLOCK_IMPL=help`): `bravo` (the default,
+//! `bravo::RwLock`'s BRAVO over parking_lot), `bravo-pfq`, `pfq`, `pft`,
+//! `brlock`, `cohort-wp`, `cohort-np`, `cohort-rp`, `cohort` (reader or
+//! writer preference per lock, from `pthread_rwlockattr_setkind_np` or
+//! `PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP`), `prwlock`,
+//! `parking_lot`, `passthrough` (glibc). An unknown value prints one line
+//! on stderr and the program runs on the passthrough; `help` lists the
+//! choices on stderr and the program runs on the default.
+//!
+//! # How a lock is kept
+//!
+//! The family's lock lives out of line ([`shim`] draws the layout): the
+//! `pthread_rwlock_t`'s first word points to it, installed race-free at the
+//! first use of a statically initialised lock (all zero) or at
+//! `pthread_rwlock_init`, freed at `pthread_rwlock_destroy`. `unlock` knows
+//! a read hold from a write hold without a token: a thread's read holds
+//! (with the per-acquisition guard BRAVO, brlock, cohort and prwlock need
+//! to release the right slot, node or record after a migration) are in a
+//! thread-local table ([`held`]), the writer's identity in the lock.
+//!
+//! # Errors (POSIX's codes, never an abort)
+//!
+//! - `EINVAL`: a null lock, a null or malformed `abstime` (nanoseconds
+//!   outside `[0, 1e9)`), a clock other than `CLOCK_REALTIME` and
+//!   `CLOCK_MONOTONIC`, a bad attribute.
+//! - `EDEADLK`: `wrlock` (or a timed one) on a lock the thread already
+//!   holds in either mode; `rdlock` on a lock it holds for writing.
+//! - `EBUSY`: the `try` forms; `destroy` of a held lock (which stays
+//!   usable).
+//! - `ETIMEDOUT`: the timed forms.
+//! - `EPERM`: `unlock` of a lock the thread does not hold.
+//! - `EAGAIN`: 2³²−1 nested read holds of one lock by one thread.
+//! - `ENOMEM`: the family's lock could not be allocated.
+//!
+//! A thread may read-lock a lock it already reads (POSIX): the library
+//! counts the nested hold instead of acquiring again, so a writer queued in
+//! between (phase-fair and writer-preferring families) cannot deadlock it.
+//!
+//! # Limits (each has a test in `tests/preload.rs`)
+//!
+//! - **`PTHREAD_PROCESS_SHARED`** locks are glibc's: `init` with a
+//!   process-shared attribute forwards to glibc, and every later call on
+//!   that lock is forwarded too (glibc marks it in the lock's `__shared`
+//!   field, which the library reads first).
+//! - **`fork` while locked**: the child gets a copy of every lock. Holds of
+//!   the forking thread stay held by the child's only thread, which can
+//!   release them (its identity, the address of its thread-local table, is
+//!   the same); holds of other threads stay held forever in the child (as
+//!   with glibc: POSIX allows only async-signal-safe calls there).
+//! - **Locks used before this library's constructor** (by another
+//!   library's constructor): there is no constructor; the family is read
+//!   from the environment at the first call, whenever it comes.
+//! - **A lock destroyed while held**: `destroy` answers `EBUSY` and the lock
+//!   stays as it was; a lock never destroyed (static ones, or memory freed
+//!   without `destroy`) keeps its out-of-line lock until the process ends.
+//! - **Timed acquisitions poll**: the families do not queue a waiter with a
+//!   deadline, so `timed*`/`clock*` retry with backoff (yields, then sleeps
+//!   of 1 µs doubling to 1 ms), and do not take a place in the queue.
+//! - A thread holding more than 16 read locks at once moves its holds to a
+//!   heap table, freed when it is back to 16; a thread that exits holding
+//!   read locks leaves them held (glibc does too).
+//! - glibc on a 64-bit Linux only (the `pthread_rwlock_t` layout, 56 bytes,
+//!   `__shared` at byte 28, `__flags` at byte 48); elsewhere the crate
+//!   exports nothing.
+//!
+//! # Overhead
+//!
+//! See the crate's README: the shim's cost per read and write pair against
+//! the same lock called from Rust, measured by `benches/preload.rs`.
+
+#![warn(missing_docs)]
+
+#[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+pub mod families;
+pub mod family;
+#[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+mod glibc;
+pub mod held;
+#[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+pub mod shim;
+
+pub use family::Family;
+
+#[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+mod exports;
+
+#[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+pub use exports::*;

@@ -1,0 +1,505 @@
+//! One family's lock behind a `pthread_rwlock_t`.
+//!
+//! ```text
+//!  pthread_rwlock_t (56 bytes, glibc x86-64)      Shim<L> (heap, L's alignment)
+//!  +0   *Shim<L> or null  ───────────────────────▶ +---------------------------+
+//!  +28  __shared (u32): non-zero = process-shared  | lock: L                   |
+//!       (glibc's own lock; every call forwarded)   | writer: thread key or 0   |
+//!  +48  __flags (u32): the kind, from the         | write_guard: L's guard    |
+//!       attribute or the _NP static initialiser   +---------------------------+
+//! ```
+//!
+//! A family whose `Shim` fits below `__shared` (28 bytes, 8-aligned), whose
+//! all-zero bytes are its unlocked state and whose exclusive guard is
+//! zero-sized lives inline instead, at byte 0 ([`is_inline`]: BRAVO over
+//! parking_lot, the default, and parking_lot): nothing to allocate, and
+//! nothing left behind by a program that frees a lock without destroying it
+//! (libstdc++'s `std::shared_mutex` never calls `pthread_rwlock_destroy`).
+//!
+//! The other families are larger or want their own alignment, so their lock
+//! lives out of line. `PTHREAD_RWLOCK_INITIALIZER` is all zero:
+//! the first call on a null word allocates the `Shim` and installs it with
+//! one compare-and-swap (the loser frees its copy and uses the winner's);
+//! `pthread_rwlock_init` allocates at once (so `ENOMEM` is reported where
+//! POSIX expects it) and `pthread_rwlock_destroy` frees.
+//!
+//! Which hold an unlock releases: the writer's thread key (the address of
+//! its hold table, [`held::with`]) is kept in the `Shim` while it holds the
+//! lock, with the family's exclusive guard; a reader's guard is kept in the
+//! thread's own hold table. `unlock` looks in the table first (a read hold),
+//! then at `writer` (a write hold), and otherwise answers `EPERM`.
+//!
+//! # Orderings
+//!
+//! - The `Shim` pointer is installed with a Release CAS and read with
+//!   Acquire: pairs, so a thread that finds the pointer sees the
+//!   initialised lock.
+//! - `writer` is Relaxed: only the holder stores its own key (after the
+//!   acquisition, and 0 before the release, both ordered by the lock
+//!   itself); another thread compares it with its own key, which it can
+//!   only find there if it stored it.
+
+use crate::held::{self, from_bytes, to_bytes};
+use libc::{
+    EBUSY, EDEADLK, EINVAL, ENOMEM, EPERM, ETIMEDOUT, c_int, clockid_t, pthread_rwlock_t, timespec,
+};
+use lock_api::RawRwLock;
+use std::alloc::{Layout, alloc, dealloc};
+use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+
+/// A lock family as the library needs it: `lock_api`'s lock, made for a
+/// `pthread_rwlock_t` of a given kind (`PTHREAD_RWLOCK_PREFER_*_NP`).
+///
+/// # Safety
+///
+/// `ZERO_INIT` is true only if all-zero bytes are a valid unlocked lock
+/// (`INIT`'s bytes), so that `PTHREAD_RWLOCK_INITIALIZER` is one.
+pub unsafe trait PreloadLock: RawRwLock + Sized + Send + Sync + 'static {
+    /// All-zero bytes are `INIT`: with a small enough lock and a zero-sized
+    /// exclusive guard, the lock lives inside the `pthread_rwlock_t`
+    /// ([`is_inline`]).
+    const ZERO_INIT: bool = false;
+
+    /// The lock for a `pthread_rwlock_t` of `kind`; families without a
+    /// preference to choose ignore it.
+    fn for_kind(kind: c_int) -> Self {
+        let _ = kind;
+        Self::INIT
+    }
+}
+
+/// How an acquisition waits.
+#[derive(Clone, Copy, Debug)]
+pub enum Wait {
+    /// Until it gets the lock.
+    Block,
+    /// Not at all (`EBUSY`).
+    Try,
+    /// Until the absolute time on the clock (`ETIMEDOUT`).
+    Until(clockid_t, timespec),
+}
+
+/// The out-of-line lock.
+pub struct Shim<L: RawRwLock> {
+    lock: L,
+    writer: AtomicUsize,
+    write_guard: UnsafeCell<MaybeUninit<L::ExclusiveGuard>>,
+}
+
+impl<L: RawRwLock> std::fmt::Debug for Shim<L> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shim")
+            .field("locked", &self.lock.is_locked())
+            .field("writer", &self.writer.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+// SAFETY: `write_guard` is touched only by the thread holding the lock
+// exclusively (stored after acquiring, taken before releasing).
+unsafe impl<L: PreloadLock> Sync for Shim<L> {}
+
+/// The `pthread_rwlock_t`'s first word: the `Shim` pointer.
+///
+/// # Safety
+///
+/// `rw` is non-null and points to a `pthread_rwlock_t` (8-byte aligned).
+#[inline(always)]
+unsafe fn word(rw: *mut pthread_rwlock_t) -> &'static AtomicPtr<()> {
+    // SAFETY: the caller's pointer; the union's first 8 bytes, aligned.
+    unsafe { &*rw.cast::<AtomicPtr<()>>() }
+}
+
+/// The `u32` at byte `offset` of the `pthread_rwlock_t`.
+///
+/// # Safety
+///
+/// As [`word`]; `offset` is a multiple of 4 below 56.
+#[inline(always)]
+unsafe fn field(rw: *mut pthread_rwlock_t, offset: usize) -> &'static AtomicU32 {
+    // SAFETY: the caller's pointer and an in-bounds, aligned offset.
+    unsafe { &*rw.cast::<u8>().add(offset).cast::<AtomicU32>() }
+}
+
+/// glibc's `__shared` field (x86-64 layout).
+const SHARED: usize = 28;
+/// glibc's `__flags` field: the kind.
+const FLAGS: usize = 48;
+
+/// Whether `rw` is a process-shared lock, initialised by glibc.
+///
+/// # Safety
+///
+/// As [`word`].
+#[inline(always)]
+pub unsafe fn is_process_shared(rw: *mut pthread_rwlock_t) -> bool {
+    // Relaxed: written by pthread_rwlock_init before the lock is shared.
+    // SAFETY: forwarded.
+    unsafe { field(rw, SHARED).load(Ordering::Relaxed) != 0 }
+}
+
+/// Whether family `L` lives inside the `pthread_rwlock_t` (see the module
+/// docs).
+pub const fn is_inline<L: PreloadLock>() -> bool {
+    L::ZERO_INIT
+        && size_of::<Shim<L>>() <= SHARED
+        && align_of::<Shim<L>>() <= 8
+        && size_of::<L::ExclusiveGuard>() == 0
+}
+
+/// Makes `rw` an unlocked private lock of `kind` and allocates its family
+/// lock.
+///
+/// # Safety
+///
+/// As [`word`]; nobody else uses `rw` (POSIX: initialising a lock in use is
+/// undefined).
+pub unsafe fn init<L: PreloadLock>(rw: *mut pthread_rwlock_t, kind: c_int) -> c_int {
+    // SAFETY: 56 writable bytes (the caller's contract).
+    unsafe { ptr::write_bytes(rw.cast::<u8>(), 0, size_of::<pthread_rwlock_t>()) };
+    // SAFETY: forwarded.
+    unsafe { field(rw, FLAGS).store(kind as u32, Ordering::Relaxed) };
+    // SAFETY: forwarded.
+    match unsafe { shim::<L>(rw) } {
+        Ok(_) => 0,
+        Err(e) => e,
+    }
+}
+
+impl<L: PreloadLock> Shim<L> {
+    /// Allocates one; `None` when memory is exhausted.
+    fn alloc(kind: c_int) -> Option<*mut Shim<L>> {
+        let layout = Layout::new::<Shim<L>>();
+        // SAFETY: `Shim` is never zero-sized (it has `writer`).
+        let p = unsafe { alloc(layout) }.cast::<Shim<L>>();
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: fresh allocation of the right layout.
+        unsafe {
+            p.write(Shim {
+                lock: L::for_kind(kind),
+                writer: AtomicUsize::new(0),
+                write_guard: UnsafeCell::new(MaybeUninit::uninit()),
+            })
+        };
+        Some(p)
+    }
+
+    /// Frees one made by [`Shim::alloc`].
+    ///
+    /// # Safety
+    ///
+    /// Nobody uses it any more.
+    unsafe fn free(p: *mut Shim<L>) {
+        // SAFETY: the caller's contract; allocated with this layout.
+        unsafe {
+            ptr::drop_in_place(p);
+            dealloc(p.cast(), Layout::new::<Shim<L>>());
+        }
+    }
+
+    fn addr(&self) -> usize {
+        self as *const Self as usize
+    }
+}
+
+/// The lock behind `rw`, allocated and installed at its first use.
+///
+/// # Safety
+///
+/// As [`word`], and `rw` was initialised by this library's family `L` (or
+/// statically).
+#[inline(always)]
+unsafe fn shim<L: PreloadLock>(rw: *mut pthread_rwlock_t) -> Result<&'static Shim<L>, c_int> {
+    if is_inline::<L>() {
+        // SAFETY: the `Shim` fits below `__shared` with the alignment of
+        // `pthread_rwlock_t`; all-zero bytes (the static initialiser, or
+        // `init`) are an unlocked one (`ZERO_INIT`, a zero `writer`, a
+        // zero-sized guard).
+        return Ok(unsafe { &*rw.cast::<Shim<L>>() });
+    }
+    // Acquire: pairs with the installing CAS (Release), so the lock is
+    // seen initialised.
+    // SAFETY: forwarded.
+    let p = unsafe { word(rw) }.load(Ordering::Acquire);
+    if !p.is_null() {
+        // SAFETY: installed by `install::<L>` (the family is the process's)
+        // and not yet destroyed (POSIX: using a destroyed lock is undefined).
+        return Ok(unsafe { &*p.cast::<Shim<L>>() });
+    }
+    // SAFETY: forwarded.
+    unsafe { install(rw) }
+}
+
+#[cold]
+#[inline(never)]
+unsafe fn install<L: PreloadLock>(rw: *mut pthread_rwlock_t) -> Result<&'static Shim<L>, c_int> {
+    // SAFETY: forwarded.
+    let kind = unsafe { field(rw, FLAGS) }.load(Ordering::Relaxed) as c_int;
+    let new = Shim::<L>::alloc(kind).ok_or(ENOMEM)?;
+    // Release: publishes the initialised lock (pairs with `shim`'s Acquire);
+    // Acquire on failure: the winner's lock is seen initialised.
+    // SAFETY: forwarded.
+    match unsafe { word(rw) }.compare_exchange(
+        ptr::null_mut(),
+        new.cast(),
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    ) {
+        // SAFETY: just installed; lives until destroy.
+        Ok(_) => Ok(unsafe { &*new }),
+        Err(current) => {
+            // SAFETY: ours was never published.
+            unsafe { Shim::free(new) };
+            // SAFETY: the winner's, installed by the same family.
+            Ok(unsafe { &*current.cast::<Shim<L>>() })
+        }
+    }
+}
+
+/// Checks an absolute timeout's arguments as glibc does, before anything
+/// else: a known clock and nanoseconds in `[0, 1e9)`.
+fn check_deadline(clock: clockid_t, at: &timespec) -> Result<(), c_int> {
+    if clock != libc::CLOCK_REALTIME && clock != libc::CLOCK_MONOTONIC {
+        return Err(EINVAL);
+    }
+    if !(0..1_000_000_000).contains(&at.tv_nsec) {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// Polls `attempt` until it succeeds or the deadline passes. The families
+/// have no timed queueing, so a timed waiter retries with exponential
+/// backoff (a yield, then sleeps from 1 µs doubling to 1 ms, never past the
+/// deadline).
+fn poll_until<G>(
+    clock: clockid_t,
+    at: timespec,
+    mut attempt: impl FnMut() -> Option<G>,
+) -> Result<G, c_int> {
+    let deadline = at.tv_sec as i128 * 1_000_000_000 + at.tv_nsec as i128;
+    let mut pause_ns: i128 = 1_000;
+    for round in 0u32.. {
+        if let Some(g) = attempt() {
+            return Ok(g);
+        }
+        let mut now = timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a valid clock (checked) and a writable timespec.
+        unsafe { libc::clock_gettime(clock, &mut now) };
+        let left = deadline - (now.tv_sec as i128 * 1_000_000_000 + now.tv_nsec as i128);
+        if left <= 0 {
+            return Err(ETIMEDOUT);
+        }
+        if round < 4 {
+            std::thread::yield_now();
+            continue;
+        }
+        let nap = pause_ns.min(left);
+        std::thread::sleep(std::time::Duration::from_nanos(nap as u64));
+        pause_ns = (pause_ns * 2).min(1_000_000);
+    }
+    unreachable!("the loop returns")
+}
+
+/// `pthread_rwlock_{rd,tryrd,timedrd,clockrd}lock`.
+///
+/// # Safety
+///
+/// `rw` non-null, initialised by family `L` (or statically).
+#[inline]
+pub unsafe fn read<L: PreloadLock>(rw: *mut pthread_rwlock_t, wait: Wait) -> c_int {
+    if let Wait::Until(clock, at) = wait
+        && let Err(e) = check_deadline(clock, &at)
+    {
+        return e;
+    }
+    // SAFETY: forwarded.
+    let s = match unsafe { shim::<L>(rw) } {
+        Ok(s) => s,
+        Err(e) => return e,
+    };
+    held::with(|held, me| {
+        if let Some(hold) = held.find(s.addr()) {
+            // A nested read of a lock the thread reads: a count, so that a
+            // writer queued in between cannot deadlock it.
+            return match hold.count.checked_add(1) {
+                Some(c) => {
+                    hold.count = c;
+                    0
+                }
+                None => libc::EAGAIN,
+            };
+        }
+        if s.writer.load(Ordering::Relaxed) == me {
+            return if matches!(wait, Wait::Try) {
+                EBUSY
+            } else {
+                EDEADLK
+            };
+        }
+        let guard = match wait {
+            Wait::Block => s.lock.lock_shared(),
+            Wait::Try => match s.lock.try_lock_shared() {
+                Some(g) => g,
+                None => return EBUSY,
+            },
+            Wait::Until(clock, at) => match poll_until(clock, at, || s.lock.try_lock_shared()) {
+                Ok(g) => g,
+                Err(e) => return e,
+            },
+        };
+        held.push(s.addr(), to_bytes(guard));
+        0
+    })
+}
+
+/// `pthread_rwlock_{wr,trywr,timedwr,clockwr}lock`.
+///
+/// # Safety
+///
+/// As [`read`].
+#[inline]
+pub unsafe fn write<L: PreloadLock>(rw: *mut pthread_rwlock_t, wait: Wait) -> c_int {
+    if let Wait::Until(clock, at) = wait
+        && let Err(e) = check_deadline(clock, &at)
+    {
+        return e;
+    }
+    // SAFETY: forwarded.
+    let s = match unsafe { shim::<L>(rw) } {
+        Ok(s) => s,
+        Err(e) => return e,
+    };
+    let me = held::with(|held, me| {
+        if s.writer.load(Ordering::Relaxed) == me || held.find(s.addr()).is_some() {
+            // The thread holds it already: waiting would never end.
+            Err(if matches!(wait, Wait::Try) {
+                EBUSY
+            } else {
+                EDEADLK
+            })
+        } else {
+            Ok(me)
+        }
+    });
+    let me = match me {
+        Ok(me) => me,
+        Err(e) => return e,
+    };
+    let guard = match wait {
+        Wait::Block => s.lock.lock_exclusive(),
+        Wait::Try => match s.lock.try_lock_exclusive() {
+            Some(g) => g,
+            None => return EBUSY,
+        },
+        Wait::Until(clock, at) => match poll_until(clock, at, || s.lock.try_lock_exclusive()) {
+            Ok(g) => g,
+            Err(e) => return e,
+        },
+    };
+    // SAFETY: we hold the lock exclusively: nobody else touches the slot.
+    unsafe { (*s.write_guard.get()).write(guard) };
+    s.writer.store(me, Ordering::Relaxed);
+    0
+}
+
+/// `pthread_rwlock_unlock`: the thread's read hold if it has one, else its
+/// write hold, else `EPERM`.
+///
+/// # Safety
+///
+/// As [`read`].
+#[inline]
+pub unsafe fn unlock<L: PreloadLock>(rw: *mut pthread_rwlock_t) -> c_int {
+    let s: &Shim<L> = if is_inline::<L>() {
+        // SAFETY: forwarded (as in `shim`).
+        match unsafe { shim::<L>(rw) } {
+            Ok(s) => s,
+            Err(e) => return e,
+        }
+    } else {
+        // Acquire: as in `shim` (a lock never used is not held: EPERM).
+        // SAFETY: forwarded.
+        let p = unsafe { word(rw) }.load(Ordering::Acquire);
+        if p.is_null() {
+            return EPERM;
+        }
+        // SAFETY: installed by this family and not destroyed.
+        unsafe { &*p.cast::<Shim<L>>() }
+    };
+    held::with(|held, me| {
+        if let Some(hold) = held.find(s.addr()) {
+            if hold.count > 1 {
+                hold.count -= 1;
+                return 0;
+            }
+            let bytes = held.remove(s.addr()).expect("found just above");
+            // SAFETY: the guard this thread's read acquisition stored, read
+            // back once, released once.
+            unsafe { s.lock.unlock_shared(from_bytes::<L::SharedGuard>(bytes)) };
+            return 0;
+        }
+        if s.writer.load(Ordering::Relaxed) == me {
+            s.writer.store(0, Ordering::Relaxed);
+            // SAFETY: we hold the lock exclusively; the guard stored by our
+            // acquisition is taken once, then released.
+            unsafe {
+                let guard = (*s.write_guard.get()).assume_init_read();
+                s.lock.unlock_exclusive(guard);
+            }
+            return 0;
+        }
+        EPERM
+    })
+}
+
+/// `pthread_rwlock_destroy`: frees the family lock, or `EBUSY` while anyone
+/// holds it (the lock stays usable).
+///
+/// # Safety
+///
+/// As [`read`]; no other thread is about to use `rw` (POSIX).
+pub unsafe fn destroy<L: PreloadLock>(rw: *mut pthread_rwlock_t) -> c_int {
+    if is_inline::<L>() {
+        // SAFETY: forwarded.
+        let s = match unsafe { shim::<L>(rw) } {
+            Ok(s) => s,
+            Err(e) => return e,
+        };
+        if s.writer.load(Ordering::Relaxed) != 0 || s.lock.is_locked() {
+            return EBUSY;
+        }
+        // SAFETY: not held, and the program promises no further use until
+        // `init`; dropped in place, then back to the all-zero bytes.
+        unsafe {
+            ptr::drop_in_place(rw.cast::<Shim<L>>());
+            ptr::write_bytes(rw.cast::<u8>(), 0, size_of::<Shim<L>>());
+        }
+        return 0;
+    }
+    // SAFETY: forwarded.
+    let w = unsafe { word(rw) };
+    let p = w.load(Ordering::Acquire);
+    if p.is_null() {
+        return 0;
+    }
+    // SAFETY: installed by this family.
+    let s = unsafe { &*p.cast::<Shim<L>>() };
+    if s.writer.load(Ordering::Relaxed) != 0 || s.lock.is_locked() {
+        return EBUSY;
+    }
+    // Relaxed: POSIX leaves a destroyed lock unusable until re-initialised,
+    // which happens-after this call in any correct program.
+    w.store(ptr::null_mut(), Ordering::Relaxed);
+    // SAFETY: unpublished; not held; the program promises no further use.
+    unsafe { Shim::free(p.cast::<Shim<L>>()) };
+    0
+}
