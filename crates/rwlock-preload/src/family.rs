@@ -150,8 +150,23 @@ impl Family {
         }
     }
 
+    #[inline(always)]
     fn from_u8(v: u8) -> Option<Family> {
-        FAMILIES.iter().map(|(f, _, _)| *f).find(|f| *f as u8 == v)
+        Some(match v {
+            1 => Family::Bravo,
+            2 => Family::BravoPfq,
+            3 => Family::Pfq,
+            4 => Family::Pft,
+            5 => Family::Brlock,
+            6 => Family::CohortWp,
+            7 => Family::CohortNp,
+            8 => Family::CohortRp,
+            9 => Family::Cohort,
+            10 => Family::Prwlock,
+            11 => Family::ParkingLot,
+            12 => Family::Passthrough,
+            _ => return None,
+        })
     }
 }
 

@@ -114,80 +114,143 @@ impl Held {
         unsafe { &mut *self.spill }
     }
 
-    /// The hold on `lock`, if the thread reads it.
-    #[inline]
-    pub fn find(&mut self, lock: usize) -> Option<&mut Hold> {
-        for i in (0..self.len.min(INLINE)).rev() {
+    /// Where the hold on `lock` is, if the thread reads it (most recent
+    /// first: a thread's last read is usually the one it releases next).
+    #[inline(always)]
+    pub fn position(&self, lock: usize) -> Option<usize> {
+        let mut i = self.len.min(INLINE);
+        while i > 0 {
+            i -= 1;
             // SAFETY: entries below `len` are initialised.
-            let h = unsafe { self.inline[i].assume_init_mut() };
-            if h.lock == lock {
-                // SAFETY: same entry, re-borrowed for the return.
-                return Some(unsafe { self.inline[i].assume_init_mut() });
+            if unsafe { self.inline[i].assume_init_ref() }.lock == lock {
+                return Some(i);
             }
         }
         if self.len > INLINE {
-            return self.spill().iter_mut().find(|h| h.lock == lock);
+            return self.position_spilled(lock);
         }
         None
     }
 
-    /// Records a new hold of `lock` (the caller checked it has none).
-    #[inline]
-    pub fn push(&mut self, lock: usize, guard: GuardBytes) {
-        let hold = Hold {
-            lock,
-            count: 1,
-            guard,
-        };
-        if self.len < INLINE {
-            self.inline[self.len].write(hold);
+    #[cold]
+    fn position_spilled(&self, lock: usize) -> Option<usize> {
+        // SAFETY: non-null while `len > 16`.
+        let spill = unsafe { &*self.spill };
+        spill
+            .iter()
+            .position(|h| h.lock == lock)
+            .map(|i| INLINE + i)
+    }
+
+    /// The hold at `at` (from [`Held::position`]).
+    #[inline(always)]
+    pub fn at(&mut self, at: usize) -> &mut Hold {
+        if at < INLINE {
+            debug_assert!(at < self.len);
+            // SAFETY: a position below `len`: initialised.
+            unsafe { self.inline[at].assume_init_mut() }
         } else {
+            &mut self.spill()[at - INLINE]
+        }
+    }
+
+    /// The hold on `lock`, if the thread reads it.
+    #[inline]
+    pub fn find(&mut self, lock: usize) -> Option<&mut Hold> {
+        let at = self.position(lock)?;
+        Some(self.at(at))
+    }
+
+    /// Records a new hold of `lock` with its guard (the caller checked it
+    /// has none). The guard is written in place: no wider copy of its bytes
+    /// (which would stall store-to-load forwarding on the way back).
+    #[inline(always)]
+    pub fn push<G>(&mut self, lock: usize, guard: G) {
+        if self.len < INLINE {
+            let slot = self.inline[self.len].as_mut_ptr();
+            // SAFETY: an unused slot of the thread's own table; `G` fits
+            // the guard field (`to_bytes`' compile-time check, below).
+            unsafe {
+                (&raw mut (*slot).lock).write(lock);
+                (&raw mut (*slot).count).write(1);
+                (&raw mut (*slot).guard).write(GuardBytes::uninit());
+                (&raw mut (*slot).guard).cast::<G>().write(guard);
+            }
+            const { assert!(size_of::<G>() <= 16 && align_of::<G>() <= 8) };
+        } else {
+            let hold = Hold {
+                lock,
+                count: 1,
+                guard: to_bytes(guard),
+            };
             self.spill().push(hold);
         }
         self.len += 1;
     }
 
-    /// Removes the hold on `lock`, returning its guard.
-    #[inline]
-    pub fn remove(&mut self, lock: usize) -> Option<GuardBytes> {
-        let n = self.len.min(INLINE);
-        for i in (0..n).rev() {
-            // SAFETY: entries below `len` are initialised.
-            let h = unsafe { self.inline[i].assume_init() };
-            if h.lock == lock {
-                // Fill the hole with the last inline entry, then pull one
-                // back from the spill table if there is one.
-                self.inline[i] = self.inline[n - 1];
-                self.len -= 1;
-                if self.len >= INLINE {
-                    let back = self
-                        .spill()
-                        .pop()
-                        .expect("spill table holds len - 16 entries");
-                    self.inline[INLINE - 1].write(back);
-                }
-                self.free_spill_if_empty();
-                return Some(h.guard);
-            }
-        }
-        if self.len > INLINE {
-            let spill = self.spill();
-            let at = spill.iter().position(|h| h.lock == lock)?;
-            let h = spill.swap_remove(at);
+    /// Removes the hold at `at` (from [`Held::position`]), returning its
+    /// guard.
+    ///
+    /// # Safety
+    ///
+    /// The hold's guard was pushed as a `G`.
+    #[inline(always)]
+    pub unsafe fn take<G>(&mut self, at: usize) -> G {
+        if self.len <= INLINE {
+            debug_assert!(at < self.len);
+            // SAFETY: positions below `len` are initialised, and this one's
+            // guard is a `G` (the caller's contract), read once; the last
+            // hold fills the hole.
+            let guard = unsafe {
+                (&raw const (*self.inline[at].as_ptr()).guard)
+                    .cast::<G>()
+                    .read()
+            };
             self.len -= 1;
-            self.free_spill_if_empty();
-            return Some(h.guard);
+            if at != self.len {
+                self.inline[at] = self.inline[self.len];
+            }
+            return guard;
         }
-        None
+        // SAFETY: as above.
+        unsafe { from_bytes(self.take_spilled(at)) }
     }
 
-    fn free_spill_if_empty(&mut self) {
-        if self.len <= INLINE && !self.spill.is_null() {
+    #[cold]
+    fn take_spilled(&mut self, at: usize) -> GuardBytes {
+        let guard = if at < INLINE {
+            // SAFETY: below 16 < len: initialised. The hole is filled from
+            // the spill table, which holds len - 16 > 0 entries.
+            let h = unsafe { self.inline[at].assume_init() };
+            let back = self
+                .spill()
+                .pop()
+                .expect("spill table holds len - 16 entries");
+            self.inline[at].write(back);
+            h.guard
+        } else {
+            self.spill().swap_remove(at - INLINE).guard
+        };
+        self.len -= 1;
+        if self.len <= INLINE {
             // SAFETY: allocated by `spill` with Box, not referenced
-            // elsewhere; emptied (len ≤ 16 means every hold is inline).
+            // elsewhere; empty (every hold is inline again).
             drop(unsafe { Box::from_raw(self.spill) });
             self.spill = std::ptr::null_mut();
         }
+        guard
+    }
+
+    /// Removes the hold on `lock`, returning its guard.
+    ///
+    /// # Safety
+    ///
+    /// As [`Held::take`].
+    #[inline]
+    pub unsafe fn remove<G>(&mut self, lock: usize) -> Option<G> {
+        let at = self.position(lock)?;
+        // SAFETY: forwarded.
+        Some(unsafe { self.take(at) })
     }
 
     /// How many locks the thread reads.
@@ -210,7 +273,7 @@ mod tests {
         with(|h, _| {
             for lock in 1..=40usize {
                 assert!(h.find(lock).is_none());
-                h.push(lock, to_bytes(lock as u64 * 10));
+                h.push(lock, lock as u64 * 10);
             }
             assert_eq!(h.len(), 40);
             h.find(7).unwrap().count += 1;
@@ -220,14 +283,15 @@ mod tests {
                 .filter(|l| l % 3 == 0)
                 .chain((1..=40).filter(|l| l % 3 != 0))
             {
-                let g = h.remove(lock).expect("held");
-                // SAFETY: stored by to_bytes::<u64>.
-                assert_eq!(unsafe { from_bytes::<u64>(g) }, lock as u64 * 10);
+                // SAFETY: every guard pushed is a u64.
+                let g = unsafe { h.remove::<u64>(lock) }.expect("held");
+                assert_eq!(g, lock as u64 * 10);
                 assert!(h.find(lock).is_none());
             }
             assert!(h.is_empty());
             assert!(h.spill.is_null(), "the spill table is freed once empty");
-            assert!(h.remove(3).is_none());
+            // SAFETY: as above.
+            assert!(unsafe { h.remove::<u64>(3) }.is_none());
         });
     }
 

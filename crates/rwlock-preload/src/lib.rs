@@ -45,9 +45,13 @@
 //!
 //! # How a lock is kept
 //!
-//! The family's lock lives out of line ([`shim`] draws the layout): the
-//! `pthread_rwlock_t`'s first word points to it, installed race-free at the
-//! first use of a statically initialised lock (all zero) or at
+//! [`shim`] draws the layout. BRAVO over parking_lot (the default) and
+//! parking_lot fit inside the `pthread_rwlock_t` and are valid all-zero, so
+//! they live there: no allocation, nothing left behind by a lock freed
+//! without `pthread_rwlock_destroy` (libstdc++'s `std::shared_mutex` never
+//! calls it). The other families live out of line: the `pthread_rwlock_t`'s
+//! first word points to the lock, installed race-free (one compare-and-swap)
+//! at the first use of a statically initialised lock (all zero) or at
 //! `pthread_rwlock_init`, freed at `pthread_rwlock_destroy`. `unlock` knows
 //! a read hold from a write hold without a token: a thread's read holds
 //! (with the per-acquisition guard BRAVO, brlock, cohort and prwlock need
@@ -87,8 +91,11 @@
 //!   library's constructor): there is no constructor; the family is read
 //!   from the environment at the first call, whenever it comes.
 //! - **A lock destroyed while held**: `destroy` answers `EBUSY` and the lock
-//!   stays as it was; a lock never destroyed (static ones, or memory freed
-//!   without `destroy`) keeps its out-of-line lock until the process ends.
+//!   stays as it was. A lock of an out-of-line family that is never
+//!   destroyed (a static one, or memory freed without `destroy`, as
+//!   `std::shared_mutex` does) keeps its out-of-line lock until the process
+//!   ends: with those families, a C++ program that creates and frees many
+//!   `std::shared_mutex` objects grows (the inline default does not).
 //! - **Timed acquisitions poll**: the families do not queue a waiter with a
 //!   deadline, so `timed*`/`clock*` retry with backoff (yields, then sleeps
 //!   of 1 µs doubling to 1 ms), and do not take a place in the queue.
@@ -99,10 +106,12 @@
 //!   `__shared` at byte 28, `__flags` at byte 48); elsewhere the crate
 //!   exports nothing.
 //!
-//! # Overhead
+//! # Overhead and real programs
 //!
-//! See the crate's README: the shim's cost per read and write pair against
-//! the same lock called from Rust, measured by `benches/preload.rs`.
+//! The crate's `README.md` has one run of each: the shim's cost per read and
+//! write pair against the same lock called from Rust (`benches/preload.rs`),
+//! and two real programs under every family against glibc
+//! (`scripts/preload-bench`).
 
 #![warn(missing_docs)]
 

@@ -39,7 +39,7 @@
 //!   itself); another thread compares it with its own key, which it can
 //!   only find there if it stored it.
 
-use crate::held::{self, from_bytes, to_bytes};
+use crate::held;
 use libc::{
     EBUSY, EDEADLK, EINVAL, ENOMEM, EPERM, ETIMEDOUT, c_int, clockid_t, pthread_rwlock_t, timespec,
 };
@@ -356,7 +356,7 @@ pub unsafe fn read<L: PreloadLock>(rw: *mut pthread_rwlock_t, wait: Wait) -> c_i
                 Err(e) => return e,
             },
         };
-        held.push(s.addr(), to_bytes(guard));
+        held.push(s.addr(), guard);
         0
     })
 }
@@ -379,7 +379,7 @@ pub unsafe fn write<L: PreloadLock>(rw: *mut pthread_rwlock_t, wait: Wait) -> c_
         Err(e) => return e,
     };
     let me = held::with(|held, me| {
-        if s.writer.load(Ordering::Relaxed) == me || held.find(s.addr()).is_some() {
+        if s.writer.load(Ordering::Relaxed) == me || held.position(s.addr()).is_some() {
             // The thread holds it already: waiting would never end.
             Err(if matches!(wait, Wait::Try) {
                 EBUSY
@@ -436,15 +436,16 @@ pub unsafe fn unlock<L: PreloadLock>(rw: *mut pthread_rwlock_t) -> c_int {
         unsafe { &*p.cast::<Shim<L>>() }
     };
     held::with(|held, me| {
-        if let Some(hold) = held.find(s.addr()) {
+        if let Some(at) = held.position(s.addr()) {
+            let hold = held.at(at);
             if hold.count > 1 {
                 hold.count -= 1;
                 return 0;
             }
-            let bytes = held.remove(s.addr()).expect("found just above");
-            // SAFETY: the guard this thread's read acquisition stored, read
-            // back once, released once.
-            unsafe { s.lock.unlock_shared(from_bytes::<L::SharedGuard>(bytes)) };
+            // SAFETY: the guard this thread's read acquisition stored (an
+            // `L::SharedGuard`: the family is the process's), taken once,
+            // released once.
+            unsafe { s.lock.unlock_shared(held.take::<L::SharedGuard>(at)) };
             return 0;
         }
         if s.writer.load(Ordering::Relaxed) == me {
