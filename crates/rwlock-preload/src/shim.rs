@@ -133,7 +133,7 @@ const FLAGS: usize = 48;
 ///
 /// # Safety
 ///
-/// As [`word`].
+/// `rw` is non-null and points to a `pthread_rwlock_t`.
 #[inline(always)]
 pub unsafe fn is_process_shared(rw: *mut pthread_rwlock_t) -> bool {
     // Relaxed: written by pthread_rwlock_init before the lock is shared.
@@ -155,8 +155,8 @@ pub const fn is_inline<L: PreloadLock>() -> bool {
 ///
 /// # Safety
 ///
-/// As [`word`]; nobody else uses `rw` (POSIX: initialising a lock in use is
-/// undefined).
+/// `rw` is non-null and points to a `pthread_rwlock_t`; nobody else uses
+/// it (POSIX: initialising a lock in use is undefined).
 pub unsafe fn init<L: PreloadLock>(rw: *mut pthread_rwlock_t, kind: c_int) -> c_int {
     // SAFETY: 56 writable bytes (the caller's contract).
     unsafe { ptr::write_bytes(rw.cast::<u8>(), 0, size_of::<pthread_rwlock_t>()) };
