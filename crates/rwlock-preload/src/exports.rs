@@ -85,68 +85,101 @@ pub unsafe extern "C" fn pthread_rwlock_init(
     unsafe { on_family!(f, init(rw, kind)) }
 }
 
-/// `pthread_rwlock_destroy`.
-///
-/// # Safety
-///
-/// POSIX's: `rw` points to an initialised lock nobody else is using.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pthread_rwlock_destroy(rw: *mut pthread_rwlock_t) -> c_int {
-    if rw.is_null() {
-        return EINVAL;
-    }
-    // SAFETY: non-null, the caller's initialised lock (POSIX's contract).
-    unsafe {
-        match ours(rw) {
-            None => (real().destroy)(rw),
-            Some(f) => on_family!(f, destroy(rw)),
+/// An exported function on a lock: null is `EINVAL`; glibc's own locks (the
+/// passthrough family, process-shared locks) go to glibc's `$real`, the
+/// others to the family's `shim::$op(rw, args…)`.
+macro_rules! on_lock {
+    ($(#[$doc:meta])* fn $name:ident => $real:ident, $op:ident($($arg:expr),*)) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        ///
+        /// POSIX's: `rw` points to an initialised lock.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(rw: *mut pthread_rwlock_t) -> c_int {
+            if rw.is_null() {
+                return EINVAL;
+            }
+            // SAFETY: non-null, the caller's initialised lock (POSIX's
+            // contract).
+            unsafe {
+                match ours(rw) {
+                    None => (real().$real)(rw),
+                    Some(f) => on_family!(f, $op(rw $(, $arg)*)),
+                }
+            }
         }
-    }
+    };
 }
 
-/// `pthread_rwlock_rdlock`.
-///
-/// # Safety
-///
-/// POSIX's: `rw` points to an initialised lock.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pthread_rwlock_rdlock(rw: *mut pthread_rwlock_t) -> c_int {
-    if rw.is_null() {
-        return EINVAL;
-    }
-    // SAFETY: non-null, the caller's initialised lock (POSIX's contract).
-    unsafe {
-        match ours(rw) {
-            None => (real().rdlock)(rw),
-            Some(f) => on_family!(f, read(rw, Wait::Block)),
+/// The `clock` forms: as [`on_lock`], with a clock and an absolute
+/// timeout (null: `EINVAL`).
+macro_rules! on_lock_until {
+    ($(#[$doc:meta])* fn $name:ident => $real:ident, $op:ident) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        ///
+        /// POSIX's: `rw` points to an initialised lock; `at` is null or a
+        /// readable `timespec`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(rw: *mut pthread_rwlock_t, clock: clockid_t, at: *const timespec) -> c_int {
+            if rw.is_null() {
+                return EINVAL;
+            }
+            // SAFETY: non-null, the caller's initialised lock; `at` null or
+            // a readable timespec (POSIX's contract).
+            unsafe {
+                match ours(rw) {
+                    None => (real().$real)(rw, clock, at),
+                    Some(f) => match deadline(at) {
+                        None => EINVAL,
+                        Some(at) => on_family!(f, $op(rw, Wait::Until(clock, at))),
+                    },
+                }
+            }
         }
-    }
+    };
 }
 
-/// `pthread_rwlock_tryrdlock`.
-///
-/// # Safety
-///
-/// As [`pthread_rwlock_rdlock`].
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pthread_rwlock_tryrdlock(rw: *mut pthread_rwlock_t) -> c_int {
-    if rw.is_null() {
-        return EINVAL;
-    }
-    // SAFETY: non-null, the caller's initialised lock (POSIX's contract).
-    unsafe {
-        match ours(rw) {
-            None => (real().tryrdlock)(rw),
-            Some(f) => on_family!(f, read(rw, Wait::Try)),
-        }
-    }
+on_lock! {
+    /// `pthread_rwlock_destroy`.
+    fn pthread_rwlock_destroy => destroy, destroy()
+}
+on_lock! {
+    /// `pthread_rwlock_rdlock`.
+    fn pthread_rwlock_rdlock => rdlock, read(Wait::Block)
+}
+on_lock! {
+    /// `pthread_rwlock_tryrdlock`.
+    fn pthread_rwlock_tryrdlock => tryrdlock, read(Wait::Try)
+}
+on_lock_until! {
+    /// `pthread_rwlock_clockrdlock`.
+    fn pthread_rwlock_clockrdlock => clockrdlock, read
+}
+on_lock! {
+    /// `pthread_rwlock_wrlock`.
+    fn pthread_rwlock_wrlock => wrlock, write(Wait::Block)
+}
+on_lock! {
+    /// `pthread_rwlock_trywrlock`.
+    fn pthread_rwlock_trywrlock => trywrlock, write(Wait::Try)
+}
+on_lock_until! {
+    /// `pthread_rwlock_clockwrlock`.
+    fn pthread_rwlock_clockwrlock => clockwrlock, write
+}
+on_lock! {
+    /// `pthread_rwlock_unlock`.
+    fn pthread_rwlock_unlock => unlock, unlock()
 }
 
 /// `pthread_rwlock_timedrdlock` (`CLOCK_REALTIME`).
 ///
 /// # Safety
 ///
-/// As [`pthread_rwlock_rdlock`]; `at` null or a readable `timespec`.
+/// As [`pthread_rwlock_clockrdlock`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pthread_rwlock_timedrdlock(
     rw: *mut pthread_rwlock_t,
@@ -156,76 +189,11 @@ pub unsafe extern "C" fn pthread_rwlock_timedrdlock(
     unsafe { pthread_rwlock_clockrdlock(rw, libc::CLOCK_REALTIME, at) }
 }
 
-/// `pthread_rwlock_clockrdlock`.
-///
-/// # Safety
-///
-/// As [`pthread_rwlock_timedrdlock`].
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pthread_rwlock_clockrdlock(
-    rw: *mut pthread_rwlock_t,
-    clock: clockid_t,
-    at: *const timespec,
-) -> c_int {
-    if rw.is_null() {
-        return EINVAL;
-    }
-    // SAFETY: non-null, the caller's initialised lock; `at` null or a
-    // readable timespec (POSIX's contract).
-    unsafe {
-        match ours(rw) {
-            None => (real().clockrdlock)(rw, clock, at),
-            Some(f) => match deadline(at) {
-                None => EINVAL,
-                Some(at) => on_family!(f, read(rw, Wait::Until(clock, at))),
-            },
-        }
-    }
-}
-
-/// `pthread_rwlock_wrlock`.
-///
-/// # Safety
-///
-/// As [`pthread_rwlock_rdlock`].
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pthread_rwlock_wrlock(rw: *mut pthread_rwlock_t) -> c_int {
-    if rw.is_null() {
-        return EINVAL;
-    }
-    // SAFETY: non-null, the caller's initialised lock (POSIX's contract).
-    unsafe {
-        match ours(rw) {
-            None => (real().wrlock)(rw),
-            Some(f) => on_family!(f, write(rw, Wait::Block)),
-        }
-    }
-}
-
-/// `pthread_rwlock_trywrlock`.
-///
-/// # Safety
-///
-/// As [`pthread_rwlock_rdlock`].
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pthread_rwlock_trywrlock(rw: *mut pthread_rwlock_t) -> c_int {
-    if rw.is_null() {
-        return EINVAL;
-    }
-    // SAFETY: non-null, the caller's initialised lock (POSIX's contract).
-    unsafe {
-        match ours(rw) {
-            None => (real().trywrlock)(rw),
-            Some(f) => on_family!(f, write(rw, Wait::Try)),
-        }
-    }
-}
-
 /// `pthread_rwlock_timedwrlock` (`CLOCK_REALTIME`).
 ///
 /// # Safety
 ///
-/// As [`pthread_rwlock_timedrdlock`].
+/// As [`pthread_rwlock_clockwrlock`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pthread_rwlock_timedwrlock(
     rw: *mut pthread_rwlock_t,
@@ -233,50 +201,4 @@ pub unsafe extern "C" fn pthread_rwlock_timedwrlock(
 ) -> c_int {
     // SAFETY: forwarded.
     unsafe { pthread_rwlock_clockwrlock(rw, libc::CLOCK_REALTIME, at) }
-}
-
-/// `pthread_rwlock_clockwrlock`.
-///
-/// # Safety
-///
-/// As [`pthread_rwlock_timedrdlock`].
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pthread_rwlock_clockwrlock(
-    rw: *mut pthread_rwlock_t,
-    clock: clockid_t,
-    at: *const timespec,
-) -> c_int {
-    if rw.is_null() {
-        return EINVAL;
-    }
-    // SAFETY: non-null, the caller's initialised lock; `at` null or a
-    // readable timespec (POSIX's contract).
-    unsafe {
-        match ours(rw) {
-            None => (real().clockwrlock)(rw, clock, at),
-            Some(f) => match deadline(at) {
-                None => EINVAL,
-                Some(at) => on_family!(f, write(rw, Wait::Until(clock, at))),
-            },
-        }
-    }
-}
-
-/// `pthread_rwlock_unlock`.
-///
-/// # Safety
-///
-/// As [`pthread_rwlock_rdlock`].
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pthread_rwlock_unlock(rw: *mut pthread_rwlock_t) -> c_int {
-    if rw.is_null() {
-        return EINVAL;
-    }
-    // SAFETY: non-null, the caller's initialised lock (POSIX's contract).
-    unsafe {
-        match ours(rw) {
-            None => (real().unlock)(rw),
-            Some(f) => on_family!(f, unlock(rw)),
-        }
-    }
 }

@@ -309,6 +309,50 @@ fn poll_until<G>(
     unreachable!("the loop returns")
 }
 
+/// The lock behind `rw` for an acquisition that waits as `wait`, after
+/// checking a deadline's arguments (glibc checks them first).
+///
+/// # Safety
+///
+/// As [`read`].
+#[inline(always)]
+unsafe fn prepare<L: PreloadLock>(
+    rw: *mut pthread_rwlock_t,
+    wait: Wait,
+) -> Result<&'static Shim<L>, c_int> {
+    if let Wait::Until(clock, at) = wait {
+        check_deadline(clock, &at)?;
+    }
+    // SAFETY: forwarded.
+    unsafe { shim::<L>(rw) }
+}
+
+/// Acquires as `wait` says: `block` (which waits as the family does),
+/// `attempt` once (`EBUSY`), or `attempt` until the deadline
+/// (`ETIMEDOUT`).
+#[inline(always)]
+fn acquire<G>(
+    wait: Wait,
+    block: impl FnOnce() -> G,
+    mut attempt: impl FnMut() -> Option<G>,
+) -> Result<G, c_int> {
+    match wait {
+        Wait::Block => Ok(block()),
+        Wait::Try => attempt().ok_or(EBUSY),
+        Wait::Until(clock, at) => poll_until(clock, at, attempt),
+    }
+}
+
+/// What an acquisition of a lock the thread holds answers: the `try` forms
+/// `EBUSY`, the waiting forms `EDEADLK` (they would wait for themselves).
+fn self_deadlock(wait: Wait) -> c_int {
+    if matches!(wait, Wait::Try) {
+        EBUSY
+    } else {
+        EDEADLK
+    }
+}
+
 /// `pthread_rwlock_{rd,tryrd,timedrd,clockrd}lock`.
 ///
 /// # Safety
@@ -316,13 +360,8 @@ fn poll_until<G>(
 /// `rw` non-null, initialised by family `L` (or statically).
 #[inline]
 pub unsafe fn read<L: PreloadLock>(rw: *mut pthread_rwlock_t, wait: Wait) -> c_int {
-    if let Wait::Until(clock, at) = wait
-        && let Err(e) = check_deadline(clock, &at)
-    {
-        return e;
-    }
     // SAFETY: forwarded.
-    let s = match unsafe { shim::<L>(rw) } {
+    let s = match unsafe { prepare::<L>(rw, wait) } {
         Ok(s) => s,
         Err(e) => return e,
     };
@@ -339,22 +378,11 @@ pub unsafe fn read<L: PreloadLock>(rw: *mut pthread_rwlock_t, wait: Wait) -> c_i
             };
         }
         if s.writer.load(Ordering::Relaxed) == me {
-            return if matches!(wait, Wait::Try) {
-                EBUSY
-            } else {
-                EDEADLK
-            };
+            return self_deadlock(wait);
         }
-        let guard = match wait {
-            Wait::Block => s.lock.lock_shared(),
-            Wait::Try => match s.lock.try_lock_shared() {
-                Some(g) => g,
-                None => return EBUSY,
-            },
-            Wait::Until(clock, at) => match poll_until(clock, at, || s.lock.try_lock_shared()) {
-                Ok(g) => g,
-                Err(e) => return e,
-            },
+        let guard = match acquire(wait, || s.lock.lock_shared(), || s.lock.try_lock_shared()) {
+            Ok(g) => g,
+            Err(e) => return e,
         };
         held.push(s.addr(), guard);
         0
@@ -368,42 +396,32 @@ pub unsafe fn read<L: PreloadLock>(rw: *mut pthread_rwlock_t, wait: Wait) -> c_i
 /// As [`read`].
 #[inline]
 pub unsafe fn write<L: PreloadLock>(rw: *mut pthread_rwlock_t, wait: Wait) -> c_int {
-    if let Wait::Until(clock, at) = wait
-        && let Err(e) = check_deadline(clock, &at)
-    {
-        return e;
-    }
     // SAFETY: forwarded.
-    let s = match unsafe { shim::<L>(rw) } {
+    let s = match unsafe { prepare::<L>(rw, wait) } {
         Ok(s) => s,
         Err(e) => return e,
     };
     let me = held::with(|held, me| {
         if s.writer.load(Ordering::Relaxed) == me || held.position(s.addr()).is_some() {
             // The thread holds it already: waiting would never end.
-            Err(if matches!(wait, Wait::Try) {
-                EBUSY
-            } else {
-                EDEADLK
-            })
+            Err(self_deadlock(wait))
         } else {
             Ok(me)
         }
     });
-    let me = match me {
-        Ok(me) => me,
+    let acquired = me.and_then(|me| {
+        Ok((
+            me,
+            acquire(
+                wait,
+                || s.lock.lock_exclusive(),
+                || s.lock.try_lock_exclusive(),
+            )?,
+        ))
+    });
+    let (me, guard) = match acquired {
+        Ok(v) => v,
         Err(e) => return e,
-    };
-    let guard = match wait {
-        Wait::Block => s.lock.lock_exclusive(),
-        Wait::Try => match s.lock.try_lock_exclusive() {
-            Some(g) => g,
-            None => return EBUSY,
-        },
-        Wait::Until(clock, at) => match poll_until(clock, at, || s.lock.try_lock_exclusive()) {
-            Ok(g) => g,
-            Err(e) => return e,
-        },
     };
     // SAFETY: we hold the lock exclusively: nobody else touches the slot.
     unsafe { (*s.write_guard.get()).write(guard) };
