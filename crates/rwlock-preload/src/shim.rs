@@ -522,3 +522,115 @@ pub unsafe fn destroy<L: PreloadLock>(rw: *mut pthread_rwlock_t) -> c_int {
     unsafe { Shim::free(p.cast::<Shim<L>>()) };
     0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Barrier;
+    use std::sync::atomic::AtomicIsize;
+
+    /// PF-T out of line, counting the locks alive (made by `for_kind`,
+    /// dropped by the shim's `free`).
+    struct Counted(rwlock_core::PfTicket);
+
+    static ALIVE: AtomicIsize = AtomicIsize::new(0);
+
+    // SAFETY: forwards to PF-T.
+    unsafe impl RawRwLock for Counted {
+        #[allow(clippy::declare_interior_mutable_const)]
+        const INIT: Self = Counted(rwlock_core::PfTicket::INIT);
+        type SharedGuard = <rwlock_core::PfTicket as RawRwLock>::SharedGuard;
+        type ExclusiveGuard = <rwlock_core::PfTicket as RawRwLock>::ExclusiveGuard;
+        fn lock_shared(&self) -> Self::SharedGuard {
+            self.0.lock_shared()
+        }
+        fn try_lock_shared(&self) -> Option<Self::SharedGuard> {
+            self.0.try_lock_shared()
+        }
+        unsafe fn unlock_shared(&self, g: Self::SharedGuard) {
+            // SAFETY: forwarded.
+            unsafe { self.0.unlock_shared(g) }
+        }
+        fn lock_exclusive(&self) -> Self::ExclusiveGuard {
+            self.0.lock_exclusive()
+        }
+        fn try_lock_exclusive(&self) -> Option<Self::ExclusiveGuard> {
+            self.0.try_lock_exclusive()
+        }
+        unsafe fn unlock_exclusive(&self, g: Self::ExclusiveGuard) {
+            // SAFETY: forwarded.
+            unsafe { self.0.unlock_exclusive(g) }
+        }
+        fn is_locked(&self) -> bool {
+            self.0.is_locked()
+        }
+        fn is_locked_exclusive(&self) -> bool {
+            self.0.is_locked_exclusive()
+        }
+    }
+
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            ALIVE.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    // SAFETY: out of line (the default `ZERO_INIT`).
+    unsafe impl PreloadLock for Counted {
+        fn for_kind(_: c_int) -> Self {
+            ALIVE.fetch_add(1, Ordering::SeqCst);
+            Self::INIT
+        }
+    }
+
+    /// Threads released together on a statically initialised lock: one
+    /// install wins, the losers free theirs, everyone uses the winner's
+    /// (the writes exclude each other), and destroy frees the last one.
+    #[test]
+    fn first_use_races_install_one_lock() {
+        const THREADS: usize = 8;
+        let start = Barrier::new(THREADS);
+        let inside = AtomicUsize::new(0);
+        for _ in 0..300 {
+            // SAFETY: all zero is PTHREAD_RWLOCK_INITIALIZER.
+            let mut rw: pthread_rwlock_t = unsafe { std::mem::zeroed() };
+            let p = &mut rw as *mut pthread_rwlock_t as usize;
+            std::thread::scope(|s| {
+                for _ in 0..THREADS {
+                    s.spawn(|| {
+                        let rw = p as *mut pthread_rwlock_t;
+                        start.wait();
+                        // A deadline, so that a lost install (a thread
+                        // left holding a lock the word no longer names)
+                        // fails the test instead of hanging it.
+                        let mut at = timespec {
+                            tv_sec: 0,
+                            tv_nsec: 0,
+                        };
+                        // SAFETY: a valid clock and a writable timespec.
+                        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut at) };
+                        at.tv_sec += 5;
+                        // SAFETY: a live lock used only through the shim.
+                        unsafe {
+                            assert_eq!(
+                                write::<Counted>(rw, Wait::Until(libc::CLOCK_MONOTONIC, at)),
+                                0
+                            );
+                            assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two writers in");
+                            inside.fetch_sub(1, Ordering::SeqCst);
+                            assert_eq!(unlock::<Counted>(rw), 0);
+                        }
+                    });
+                }
+            });
+            assert_eq!(
+                ALIVE.load(Ordering::SeqCst),
+                1,
+                "one lock installed, the losers freed"
+            );
+            // SAFETY: unlocked, no other user.
+            assert_eq!(unsafe { destroy::<Counted>(&mut rw) }, 0);
+            assert_eq!(ALIVE.load(Ordering::SeqCst), 0, "destroy frees it");
+        }
+    }
+}
