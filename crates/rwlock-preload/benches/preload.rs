@@ -39,8 +39,8 @@ fn shimmed<L: PreloadLock>(iters: u64, write: bool) -> Duration {
     // SAFETY: an all-zero pthread_rwlock_t is the static initialiser.
     let mut rw: libc::pthread_rwlock_t = unsafe { std::mem::zeroed() };
     let p = &mut rw as *mut libc::pthread_rwlock_t;
-    // SAFETY: `p` is a private, unused lock (also below: locked and
-    // unlocked by this thread only, destroyed unlocked).
+    // Locked and unlocked by this thread only, destroyed unlocked.
+    // SAFETY: `p` is a private, unused lock.
     unsafe {
         assert_eq!(shim::init::<L>(p, 0), 0);
         let t = Instant::now();

@@ -100,8 +100,8 @@ macro_rules! on_lock {
             if rw.is_null() {
                 return EINVAL;
             }
-            // SAFETY: non-null, the caller's initialised lock (POSIX's
-            // contract).
+            // POSIX's contract, with `rw` checked non-null above.
+            // SAFETY: non-null, the caller's initialised lock.
             unsafe {
                 match ours(rw) {
                     None => (real().$real)(rw),
@@ -127,8 +127,8 @@ macro_rules! on_lock_until {
             if rw.is_null() {
                 return EINVAL;
             }
-            // SAFETY: non-null, the caller's initialised lock; `at` null or
-            // a readable timespec (POSIX's contract).
+            // POSIX's contract: `at` null or a readable timespec.
+            // SAFETY: non-null, the caller's initialised lock and timespec.
             unsafe {
                 match ours(rw) {
                     None => (real().$real)(rw, clock, at),
