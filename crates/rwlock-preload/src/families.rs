@@ -195,10 +195,10 @@ mod tests {
 
     fn is_all_zero<L: PreloadLock>() -> bool {
         let v = L::INIT;
-        // SAFETY: reads the value's bytes (the two locks checked have no
-        // padding: one or two machine words).
-        let bytes =
-            unsafe { std::slice::from_raw_parts((&v as *const L).cast::<u8>(), size_of::<L>()) };
+        let ptr = (&v as *const L).cast::<u8>();
+        // The two locks checked have no padding: one or two machine words.
+        // SAFETY: reads the value's own bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(ptr, size_of::<L>()) };
         bytes.iter().all(|b| *b == 0)
     }
 

@@ -45,8 +45,8 @@ pub fn real() -> &'static Real {
 #[cold]
 fn lookup() -> Real {
     fn sym(name: &std::ffi::CStr) -> *mut c_void {
-        // SAFETY: dlsym with a NUL-terminated name; RTLD_NEXT searches the
-        // objects loaded after this one (the C library).
+        // RTLD_NEXT searches the objects loaded after this one (the C library).
+        // SAFETY: dlsym with a NUL-terminated name.
         let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) };
         assert!(
             !p.is_null(),
