@@ -28,8 +28,9 @@ pub type Prwlock = prwlock::PrwLock;
 /// parking_lot's lock.
 pub type ParkingLot = parking_lot::RawRwLock;
 
-// SAFETY: parking_lot's state word and BRAVO's bias word, both 0 when
+// parking_lot's state word and BRAVO's bias word, both 0 when
 // unlocked and unbiased (`zero_init_is_init` checks it).
+// SAFETY: as the lines above say.
 unsafe impl PreloadLock for Bravo {
     const ZERO_INIT: bool = true;
 }
@@ -92,9 +93,10 @@ unsafe impl<R: PreloadLock, W: PreloadLock> PreloadLock for ByKind<R, W> {
     }
 }
 
-// SAFETY: each method forwards to the one lock the value holds, and a guard
+// each method forwards to the one lock the value holds, and a guard
 // goes back to the lock that made it (its variant says which; a value never
 // changes variant).
+// SAFETY: as the lines above say.
 unsafe impl<R: RawRwLock, W: RawRwLock> RawRwLock for ByKind<R, W> {
     #[allow(clippy::declare_interior_mutable_const)]
     const INIT: Self = ByKind::Reader(R::INIT);

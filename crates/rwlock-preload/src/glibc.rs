@@ -54,8 +54,9 @@ fn lookup() -> Real {
         );
         p
     }
-    // SAFETY: each pointer is the C library's function of that name, whose
+    // each pointer is the C library's function of that name, whose
     // C signature is the one the transmute gives it (POSIX / glibc).
+    // SAFETY: as the lines above say.
     unsafe {
         Real {
             init: std::mem::transmute::<*mut c_void, RwInit>(sym(c"pthread_rwlock_init")),

@@ -57,8 +57,9 @@ thread_local! {
 pub fn with<R>(f: impl FnOnce(&mut Held, usize) -> R) -> R {
     HELD.with(|cell| {
         let key = cell.get() as usize;
-        // SAFETY: the table is the calling thread's own; `f` is not given a
+        // the table is the calling thread's own; `f` is not given a
         // way back into `with` (the library's functions do not nest).
+        // SAFETY: as the lines above say.
         f(unsafe { &mut *cell.get() }, key)
     })
 }
@@ -79,8 +80,9 @@ pub fn thread_key() -> usize {
 pub fn to_bytes<G>(guard: G) -> GuardBytes {
     const { assert!(size_of::<G>() <= 16 && align_of::<G>() <= 8) };
     let mut bytes = GuardBytes::uninit();
-    // SAFETY: `G` fits in and is no more aligned than the buffer (checked
+    // `G` fits in and is no more aligned than the buffer (checked
     // above); the buffer now owns the guard.
+    // SAFETY: as the lines above say.
     unsafe { bytes.as_mut_ptr().cast::<G>().write(guard) };
     bytes
 }
@@ -92,8 +94,9 @@ pub fn to_bytes<G>(guard: G) -> GuardBytes {
 /// `bytes` came from `to_bytes::<G>` and is read back once.
 #[inline(always)]
 pub unsafe fn from_bytes<G>(bytes: GuardBytes) -> G {
-    // SAFETY: the caller's contract: a `G` was written there and is moved
+    // the caller's contract: a `G` was written there and is moved
     // out once.
+    // SAFETY: as the lines above say.
     unsafe { bytes.as_ptr().cast::<G>().read() }
 }
 
@@ -168,8 +171,9 @@ impl Held {
     pub fn push<G>(&mut self, lock: usize, guard: G) {
         if self.len < INLINE {
             let slot = self.inline[self.len].as_mut_ptr();
-            // SAFETY: an unused slot of the thread's own table; `G` fits
+            // an unused slot of the thread's own table; `G` fits
             // the guard field (`to_bytes`' compile-time check, below).
+            // SAFETY: as the lines above say.
             unsafe {
                 (&raw mut (*slot).lock).write(lock);
                 (&raw mut (*slot).count).write(1);
@@ -198,9 +202,10 @@ impl Held {
     pub unsafe fn take<G>(&mut self, at: usize) -> G {
         if self.len <= INLINE {
             debug_assert!(at < self.len);
-            // SAFETY: positions below `len` are initialised, and this one's
+            // positions below `len` are initialised, and this one's
             // guard is a `G` (the caller's contract), read once; the last
             // hold fills the hole.
+            // SAFETY: as the lines above say.
             let guard = unsafe {
                 (&raw const (*self.inline[at].as_ptr()).guard)
                     .cast::<G>()
@@ -219,8 +224,9 @@ impl Held {
     #[cold]
     fn take_spilled(&mut self, at: usize) -> GuardBytes {
         let guard = if at < INLINE {
-            // SAFETY: below 16 < len: initialised. The hole is filled from
+            // below 16 < len: initialised. The hole is filled from
             // the spill table, which holds len - 16 > 0 entries.
+            // SAFETY: as the lines above say.
             let h = unsafe { self.inline[at].assume_init() };
             let back = self
                 .spill()
@@ -233,8 +239,9 @@ impl Held {
         };
         self.len -= 1;
         if self.len <= INLINE {
-            // SAFETY: allocated by `spill` with Box, not referenced
+            // allocated by `spill` with Box, not referenced
             // elsewhere; empty (every hold is inline again).
+            // SAFETY: as the lines above say.
             drop(unsafe { Box::from_raw(self.spill) });
             self.spill = std::ptr::null_mut();
         }

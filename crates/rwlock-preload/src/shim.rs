@@ -98,8 +98,9 @@ impl<L: RawRwLock> std::fmt::Debug for Shim<L> {
     }
 }
 
-// SAFETY: `write_guard` is touched only by the thread holding the lock
+// `write_guard` is touched only by the thread holding the lock
 // exclusively (stored after acquiring, taken before releasing).
+// SAFETY: as the lines above say.
 unsafe impl<L: PreloadLock> Sync for Shim<L> {}
 
 /// The `pthread_rwlock_t`'s first word: the `Shim` pointer.
@@ -216,10 +217,11 @@ impl<L: PreloadLock> Shim<L> {
 #[inline(always)]
 unsafe fn shim<L: PreloadLock>(rw: *mut pthread_rwlock_t) -> Result<&'static Shim<L>, c_int> {
     if is_inline::<L>() {
-        // SAFETY: the `Shim` fits below `__shared` with the alignment of
+        // the `Shim` fits below `__shared` with the alignment of
         // `pthread_rwlock_t`; all-zero bytes (the static initialiser, or
         // `init`) are an unlocked one (`ZERO_INIT`, a zero `writer`, a
         // zero-sized guard).
+        // SAFETY: as the lines above say.
         return Ok(unsafe { &*rw.cast::<Shim<L>>() });
     }
     // Acquire: pairs with the installing CAS (Release), so the lock is
@@ -227,8 +229,9 @@ unsafe fn shim<L: PreloadLock>(rw: *mut pthread_rwlock_t) -> Result<&'static Shi
     // SAFETY: forwarded.
     let p = unsafe { word(rw) }.load(Ordering::Acquire);
     if !p.is_null() {
-        // SAFETY: installed by `install::<L>` (the family is the process's)
+        // installed by `install::<L>` (the family is the process's)
         // and not yet destroyed (POSIX: using a destroyed lock is undefined).
+        // SAFETY: as the lines above say.
         return Ok(unsafe { &*p.cast::<Shim<L>>() });
     }
     // SAFETY: forwarded.
@@ -460,16 +463,18 @@ pub unsafe fn unlock<L: PreloadLock>(rw: *mut pthread_rwlock_t) -> c_int {
                 hold.count -= 1;
                 return 0;
             }
-            // SAFETY: the guard this thread's read acquisition stored (an
+            // the guard this thread's read acquisition stored (an
             // `L::SharedGuard`: the family is the process's), taken once,
             // released once.
+            // SAFETY: as the lines above say.
             unsafe { s.lock.unlock_shared(held.take::<L::SharedGuard>(at)) };
             return 0;
         }
         if s.writer.load(Ordering::Relaxed) == me {
             s.writer.store(0, Ordering::Relaxed);
-            // SAFETY: we hold the lock exclusively; the guard stored by our
+            // we hold the lock exclusively; the guard stored by our
             // acquisition is taken once, then released.
+            // SAFETY: as the lines above say.
             unsafe {
                 let guard = (*s.write_guard.get()).assume_init_read();
                 s.lock.unlock_exclusive(guard);
@@ -496,8 +501,9 @@ pub unsafe fn destroy<L: PreloadLock>(rw: *mut pthread_rwlock_t) -> c_int {
         if s.writer.load(Ordering::Relaxed) != 0 || s.lock.is_locked() {
             return EBUSY;
         }
-        // SAFETY: not held, and the program promises no further use until
+        // not held, and the program promises no further use until
         // `init`; dropped in place, then back to the all-zero bytes.
+        // SAFETY: as the lines above say.
         unsafe {
             ptr::drop_in_place(rw.cast::<Shim<L>>());
             ptr::write_bytes(rw.cast::<u8>(), 0, size_of::<Shim<L>>());
