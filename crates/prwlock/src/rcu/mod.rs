@@ -523,7 +523,7 @@ impl RcuDomain {
         let seen = self.state.fetch_add(0, Ordering::SeqCst) & !FLAGS;
         let target = seen + STEP;
         loop {
-            // Acquire: pairs with the leader's SeqCst `fetch_max` after its
+            // Acquire: pairs with the leader's SeqCst store of `done` after its
             // phase 2 reads (the sections it waited for happen before).
             if self.done.load(Ordering::Acquire) >= target {
                 return;
@@ -539,8 +539,16 @@ impl RcuDomain {
                     Some(self.round(own))
                 };
                 if let Some(v) = version {
+                    // A store, not `fetch_max`: only the leader writes
+                    // `done`, and each round's version exceeds the last
+                    // one's. (ThreadSanitizer has no hook for an atomic
+                    // max, so it never saw a `fetch_max` release the
+                    // sections this round waited for to the callers below,
+                    // and reported their callbacks' frees as races.)
+                    // Relaxed: our own last store, read back.
+                    debug_assert!(self.done.load(Ordering::Relaxed) < v);
                     // SeqCst: release for waiting callers (Acquire above).
-                    self.done.fetch_max(v, Ordering::SeqCst);
+                    self.done.store(v, Ordering::SeqCst);
                 }
                 // SeqCst RMW then wake_all (its protocol).
                 self.leader.swap(false, Ordering::SeqCst);
