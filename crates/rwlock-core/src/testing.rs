@@ -78,24 +78,56 @@ pub struct StressReport {
     pub elapsed: Duration,
 }
 
-/// Orderings: the occupancy word uses SeqCst throughout so that the check
-/// never leans on the ordering of the lock under test; the array is Relaxed
-/// (it is the data the lock must order); the counters are Relaxed tallies
-/// read after the threads are joined (joining orders them).
+/// Orderings: everything here is Relaxed, on purpose. The occupancy checks
+/// are read-modify-writes of one word, so each sees the value just before
+/// it in that word's modification order whatever its ordering: they catch
+/// two threads inside together without leaning on the lock under test. And
+/// they must not order anything else: a SeqCst (Release/Acquire) occupancy
+/// word would carry each section's accesses to the next section by itself,
+/// hiding a lock whose own Release/Acquire pairs are too weak from the
+/// zero-sum array on a weakly ordered CPU and from ThreadSanitizer's
+/// witness cells (`--cfg tsan`; with SeqCst here, a Release turned Relaxed
+/// in PF-T's write unlock went unreported). The array is the data the lock
+/// must order; the counters are tallies read after the threads are joined
+/// (joining orders them).
 struct Shared {
     occupancy: AtomicIsize,
     array: [AtomicI64; SLOTS],
+    #[cfg(tsan)]
+    witness: Witness,
     reads: AtomicUsize,
     writes: AtomicUsize,
     tries: AtomicUsize,
     downgrades: AtomicUsize,
 }
 
+/// Plain (non-atomic) data that writers update and readers read, built only
+/// under `--cfg tsan` (`scripts/tsan`). ThreadSanitizer never reports a race
+/// on atomics, so the Relaxed array above cannot show it a lock whose
+/// Release/Acquire pairs are too weak: these cells can. A correct lock orders
+/// every access here (a write section happens before the next section of
+/// any kind, a read section before the next write section); a lock that
+/// does not is a data race TSan reports with both stacks.
+#[cfg(tsan)]
+struct Witness(std::cell::UnsafeCell<[u64; WITNESS_CELLS]>);
+
+#[cfg(tsan)]
+const WITNESS_CELLS: usize = 8;
+
+// SAFETY: the cells are written only inside write sections and read only
+// inside read sections of the lock under test, which is what that lock must
+// make exclusive; the harness builds this type only for ThreadSanitizer
+// runs, whose point is to report the accesses a broken lock leaves racing.
+#[cfg(tsan)]
+unsafe impl Sync for Witness {}
+
 impl Shared {
     fn new() -> Self {
         Shared {
             occupancy: AtomicIsize::new(0),
             array: std::array::from_fn(|_| AtomicI64::new(0)),
+            #[cfg(tsan)]
+            witness: Witness(std::cell::UnsafeCell::new([0; WITNESS_CELLS])),
             reads: AtomicUsize::new(0),
             writes: AtomicUsize::new(0),
             tries: AtomicUsize::new(0),
@@ -103,14 +135,39 @@ impl Shared {
         }
     }
 
+    /// Writers: a plain read-modify-write of one witness cell.
+    ///
+    /// Volatile, cell by cell, here and in `witness_read`: each access stays
+    /// one instrumented load or store. A whole-array copy becomes a memcpy,
+    /// which `scripts/tsan` builds without instrumentation (gcc's libtsan
+    /// lacks `__tsan_memcpy`) and codegen then inlines: TSan never saw it.
+    #[cfg(tsan)]
+    fn witness_write(&self, rng: &mut u64) {
+        let i = next(rng) as usize % WITNESS_CELLS;
+        let cell = self.witness.0.get().cast::<u64>().wrapping_add(i);
+        // SAFETY: one of the cells, inside a write section (see `Witness`).
+        unsafe { cell.write_volatile(cell.read_volatile().wrapping_add(1)) };
+    }
+
+    /// Readers: a plain read of every witness cell.
+    #[cfg(tsan)]
+    fn witness_read(&self) {
+        let cells = self.witness.0.get().cast::<u64>();
+        for i in 0..WITNESS_CELLS {
+            // SAFETY: one of the cells, inside a read section (see `Witness`).
+            std::hint::black_box(unsafe { cells.wrapping_add(i).read_volatile() });
+        }
+    }
+
     fn enter_read(&self) {
-        // SeqCst on the occupancy word: the check must not rely on the lock's
-        // own ordering being right.
-        let prev = self.occupancy.fetch_add(1, Ordering::SeqCst);
+        // Relaxed: an RMW (see `Shared`: it must order nothing).
+        let prev = self.occupancy.fetch_add(1, Ordering::Relaxed);
         assert!(prev >= 0, "a reader entered while a writer was inside");
     }
 
     fn read_section(&self, rng: &mut u64, cs_len: usize) {
+        #[cfg(tsan)]
+        self.witness_read();
         let mut sum = 0i64;
         for _ in 0..cs_len {
             let i = next(rng) as usize % SLOTS;
@@ -124,20 +181,23 @@ impl Shared {
     }
 
     fn leave_read(&self) {
-        let prev = self.occupancy.fetch_sub(1, Ordering::SeqCst);
+        // Relaxed: as in `enter_read`.
+        let prev = self.occupancy.fetch_sub(1, Ordering::Relaxed);
         assert!(prev >= 1, "reader count underflow: a writer was inside");
     }
 
     fn enter_write(&self) {
         if let Err(seen) =
             self.occupancy
-                .compare_exchange(0, WRITER, Ordering::SeqCst, Ordering::SeqCst)
+                .compare_exchange(0, WRITER, Ordering::Relaxed, Ordering::Relaxed)
         {
             panic!("a writer entered while occupied (occupancy {seen})");
         }
     }
 
     fn write_section(&self, rng: &mut u64, cs_len: usize) {
+        #[cfg(tsan)]
+        self.witness_write(rng);
         for _ in 0..cs_len {
             let i = next(rng) as usize % SLOTS;
             let j = next(rng) as usize % SLOTS;
@@ -155,7 +215,7 @@ impl Shared {
     fn leave_write(&self) {
         if let Err(seen) =
             self.occupancy
-                .compare_exchange(WRITER, 0, Ordering::SeqCst, Ordering::SeqCst)
+                .compare_exchange(WRITER, 0, Ordering::Relaxed, Ordering::Relaxed)
         {
             panic!("somebody entered during a write (occupancy {seen})");
         }
@@ -164,7 +224,7 @@ impl Shared {
     fn writer_to_reader(&self) {
         if let Err(seen) =
             self.occupancy
-                .compare_exchange(WRITER, 1, Ordering::SeqCst, Ordering::SeqCst)
+                .compare_exchange(WRITER, 1, Ordering::Relaxed, Ordering::Relaxed)
         {
             panic!("somebody entered during a write before a downgrade (occupancy {seen})");
         }
@@ -202,9 +262,10 @@ fn run<R: RawRwLock + Sync>(
     let shared = Shared::new();
     let start = Instant::now();
     std::thread::scope(|s| {
+        let mut workers = Vec::with_capacity(cfg.threads);
         for t in 0..cfg.threads {
             let shared = &shared;
-            s.spawn(move || {
+            workers.push(s.spawn(move || {
                 let mut rng = 0x9e37_79b9_7f4a_7c15u64 ^ ((t as u64 + 1) << 17);
                 for _ in 0..cfg.ops_per_thread {
                     let roll = (next(&mut rng) % 100) as u32;
@@ -263,7 +324,16 @@ fn run<R: RawRwLock + Sync>(
                         shared.reads.fetch_add(1, Ordering::Relaxed);
                     }
                 }
-            });
+            }));
+        }
+        // Joined here rather than left to the end of the scope: a join is a
+        // `pthread_join`, which ThreadSanitizer sees as ordering a worker's
+        // accesses before the checks below; the scope's own wait is an
+        // atomic counter inside (uninstrumented) std, which it does not see.
+        for worker in workers {
+            if let Err(panic) = worker.join() {
+                std::panic::resume_unwind(panic);
+            }
         }
     });
     let elapsed = start.elapsed();
