@@ -109,6 +109,16 @@ impl fmt::Display for TableError {
 
 impl std::error::Error for TableError {}
 
+/// How a value of [`ENV_VAR`] is read: a decimal size (whitespace around
+/// it ignored) that [`validate`] accepts; the error says why not. At first
+/// use a refused value is reported once on stderr and the default is used.
+pub fn parse_env_value(raw: &str) -> Result<usize, String> {
+    raw.trim()
+        .parse::<usize>()
+        .map_err(|e| e.to_string())
+        .and_then(|n| validate(n).map_err(|e| e.to_string()))
+}
+
 /// Checks a requested size.
 pub fn validate(slots: usize) -> Result<usize, TableError> {
     if slots == 0 {
@@ -211,12 +221,7 @@ mod global {
     fn from_env() -> Option<usize> {
         static WARNED: AtomicBool = AtomicBool::new(false);
         let raw = std::env::var(ENV_VAR).ok()?;
-        let parsed = raw
-            .trim()
-            .parse::<usize>()
-            .map_err(|e| e.to_string())
-            .and_then(|n| validate(n).map_err(|e| e.to_string()));
-        match parsed {
+        match super::parse_env_value(&raw) {
             Ok(n) => Some(n),
             Err(why) => {
                 // Relaxed: only de-duplicates one diagnostic line.

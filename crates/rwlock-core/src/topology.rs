@@ -157,6 +157,11 @@ pub mod probe;
 mod spec;
 mod sysfs;
 
+/// The Linux cpulist parser (`0-3,8`) behind [`Topology::from_sysfs`] and
+/// the override grammar; public for the workspace's fuzz targets.
+#[doc(hidden)]
+pub use spec::parse_cpulist;
+
 #[cfg(all(test, not(loom)))]
 mod tests;
 

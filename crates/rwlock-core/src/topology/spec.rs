@@ -108,7 +108,7 @@ fn parse_keys(spec: &str, machine_cpus: impl FnOnce() -> usize) -> Result<Topolo
 /// an empty or blank list is empty). Every CPU number must be below
 /// [`MAX_CPUS`]. The result is in list order; duplicates are left for
 /// [`Topology::from_nodes`] to report, with the node that lists them.
-pub(super) fn parse_cpulist(list: &str) -> Result<Vec<usize>, TopologyError> {
+pub fn parse_cpulist(list: &str) -> Result<Vec<usize>, TopologyError> {
     const CPU: &str = "expected a CPU number or a range `A-B`";
     let list = list.trim();
     let mut cpus = Vec::new();

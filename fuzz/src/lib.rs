@@ -1,0 +1,49 @@
+//! The fuzz targets of the numa-rwlocks workspace, as plain functions of
+//! the input bytes, so that the libFuzzer binaries (`fuzz_targets/`, built
+//! by `scripts/fuzz` with cargo-fuzz) and the replay test
+//! (`tests/regressions.rs`: every committed seed and every input that
+//! once crashed) run the same code. Each `run` panics (and so the fuzzer
+//! records a crash) when the code under test breaks a promise:
+//!
+//! - [`lock_ops`]: one thread's sequence of lock operations on one lock of
+//!   the workspace, checked against a reference state machine of what
+//!   `lock_api` promises;
+//! - [`threads`]: 2 to 4 threads, each running the operations and yield
+//!   points the input gives it on one shared lock, with the stress
+//!   harness's invariants and a watchdog;
+//! - [`ldu_ops`]: LDU operation sequences against a sequential model;
+//! - [`parsers`]: every parser of outside input (`RWLOCK_TOPOLOGY`, sysfs
+//!   cpulists, `BRAVO_TABLE_SLOTS`, `RWLOCK_IMPL`).
+
+pub mod ldu_ops;
+pub mod lock_ops;
+pub mod parsers;
+pub mod subject;
+pub mod threads;
+
+/// Reads the input a byte at a time; zero once it is exhausted.
+#[derive(Debug)]
+pub struct Bytes<'a>(&'a [u8]);
+
+impl<'a> Bytes<'a> {
+    /// Over `data`.
+    pub fn new(data: &'a [u8]) -> Self {
+        Bytes(data)
+    }
+
+    /// The next byte, or 0 once the input is exhausted.
+    pub fn byte(&mut self) -> u8 {
+        match self.0.split_first() {
+            Some((&b, rest)) => {
+                self.0 = rest;
+                b
+            }
+            None => 0,
+        }
+    }
+
+    /// What is left.
+    pub fn rest(&self) -> &'a [u8] {
+        self.0
+    }
+}
