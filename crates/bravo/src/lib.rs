@@ -122,7 +122,7 @@
 //! ([`table::configure`] sets it per model); `Bravo::new()` replaces the
 //! unusable `INIT` inside models.
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 pub mod clock;
 pub mod policy;
@@ -144,3 +144,8 @@ pub(crate) use rwlock_core::sync;
 pub use policy::{DefaultPolicy, Listing1, Policy};
 pub use raw::{Bravo, BravoSharedGuard};
 pub use rwlock::*;
+
+/// The README's examples, compiled and run as doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -144,7 +144,7 @@
 //! (plus BRAVO's one process-wide table): a cohort lock is for a few hot
 //! locks, not one per hash bucket.
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 pub mod cohort;
 pub mod indicator;
@@ -200,6 +200,12 @@ pub type CRwWp = WriterPref<RestrictedCPtlTkt, IngressEgress>;
 pub type DrTicket = WriterPref<Restricted<TicketLock>, IngressEgress>;
 
 /// `lock_api::Mutex` over the cohort mutex (restricted).
+///
+/// ```
+/// static HITS: cohort::Mutex<u64> = cohort::Mutex::new(0);
+/// *HITS.lock() += 1;
+/// assert_eq!(*HITS.lock(), 1);
+/// ```
 pub type Mutex<T> = lock_api::Mutex<RestrictedCPtlTkt, T>;
 
 /// The same locks without concurrency restriction: the papers' algorithms
@@ -225,4 +231,16 @@ pub mod unrestricted {
 }
 
 /// `lock_api::RwLock` over C-RW-WP.
+///
+/// ```
+/// static ROUTES: cohort::RwLock<Vec<u32>> = cohort::RwLock::new(Vec::new());
+/// ROUTES.write().push(10);
+/// let routes = ROUTES.read();
+/// assert_eq!(routes[0], 10);
+/// ```
 pub type RwLock<T> = lock_api::RwLock<CRwWp, T>;
+
+/// The README's examples, compiled and run as doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -75,7 +75,7 @@
 //! [`Ldu::synchronize`] from inside a `read` closure or a [`Target`] method:
 //! the write lock would wait for the read lock its own thread holds.
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod interval_set;
 pub mod ldu;
@@ -89,3 +89,8 @@ pub use crate::interval_set::{IntervalSet, Ranged};
 pub use crate::ldu::{Ldu, SyncStats, Target, Update};
 pub use crate::ordered_set::OrderedSet;
 pub use crate::tracked::{LduNode, Tracked};
+
+/// The README's examples, compiled and run as doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

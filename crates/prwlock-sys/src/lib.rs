@@ -38,7 +38,7 @@
 //! dev.unregister(record, 1).unwrap();
 //! ```
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 use core::fmt;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -307,6 +307,24 @@ pub struct Device {
 
 impl Device {
     /// Opens [`DEVICE`] and checks the module's ABI version.
+    ///
+    /// Without the module (the usual case) this is
+    /// [`Error::DeviceAbsent`], and prwlock runs with `membarrier`:
+    ///
+    /// ```
+    /// use prwlock_sys::{Device, Error};
+    ///
+    /// match Device::open() {
+    ///     Ok(dev) => println!("helper loaded: {} records per thread", dev.records_per_thread()),
+    ///     Err(Error::DeviceAbsent) => println!("helper not loaded"),
+    ///     Err(e) => println!("helper unusable: {e}"),
+    /// }
+    ///
+    /// // A node that does not exist is always reported as absent.
+    /// let err = Device::open_path(c"/nonexistent/prwlock").unwrap_err();
+    /// assert!(matches!(err, Error::DeviceAbsent));
+    /// assert!(err.to_string().contains("not loaded"));
+    /// ```
     pub fn open() -> Result<Self, Error> {
         Self::open_path(DEVICE)
     }
@@ -486,3 +504,8 @@ mod tests {
         assert!(err.to_string().contains("not loaded"));
     }
 }
+
+/// The README's examples, compiled and run as doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -81,7 +81,7 @@
 //!   [`PrwLock::schedule_out`] makes writers poll (spin, yield, then sleep
 //!   until woken by its release); correctness does not depend on it.
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 pub mod barrier;
 pub mod domain;
@@ -106,3 +106,8 @@ pub type RwLock<T> = lock_api::RwLock<PrwLock, T>;
 pub type RwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, PrwLock, T>;
 /// Write guard of [`RwLock`].
 pub type RwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, PrwLock, T>;
+
+/// The README's examples, compiled and run as doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

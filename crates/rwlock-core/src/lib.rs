@@ -41,7 +41,7 @@
 //! assert_eq!(*p.read(), 5);
 //! ```
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 pub mod sync;
 pub mod thread_id;
@@ -78,3 +78,8 @@ pub type BrLock<W = wait::DefaultWait> = Restricted<brlock::BrLock<W>>;
 #[cfg(not(loom))]
 pub use pthread::PthreadRwLock;
 pub use restricted::Restricted;
+
+/// The README's examples, compiled and run as doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -113,7 +113,7 @@
 //! and two real programs under every family against glibc
 //! (`scripts/preload-bench`).
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 #[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
 pub mod families;
@@ -131,3 +131,9 @@ mod exports;
 
 #[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
 pub use exports::*;
+
+/// The README's Rust examples, compiled and run as doc-tests (today it has
+/// only shell ones).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
