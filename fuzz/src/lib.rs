@@ -11,15 +11,53 @@
 //! - [`threads`]: 2 to 4 threads, each running the operations and yield
 //!   points the input gives it on one shared lock, with the stress
 //!   harness's invariants and a watchdog;
+//! - [`prwlock_fence`]: both of those on prwlock in its fence mode (a
+//!   process-wide choice, hence a target of its own);
 //! - [`ldu_ops`]: LDU operation sequences against a sequential model;
 //! - [`parsers`]: every parser of outside input (`RWLOCK_TOPOLOGY`, sysfs
-//!   cpulists, `BRAVO_TABLE_SLOTS`, `RWLOCK_IMPL`).
+//!   cpulists and trees, `BRAVO_TABLE_SLOTS`, `RWLOCK_IMPL`).
+
+use std::path::Path;
 
 pub mod ldu_ops;
 pub mod lock_ops;
 pub mod parsers;
+pub mod prwlock_fence;
 pub mod subject;
 pub mod threads;
+
+/// Runs `run` on every committed input of `target`: the seed corpus
+/// (`corpus/<target>/`) and the inputs that once crashed
+/// (`regressions/<target>/`), in name order, skipping dot files. Returns
+/// how many ran; panics if there were none (a target without seeds is a
+/// mistake) or one cannot be read.
+pub fn replay(target: &str, run: fn(&[u8])) -> usize {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut count = 0;
+    for dir in ["corpus", "regressions"] {
+        let Ok(entries) = std::fs::read_dir(root.join(dir).join(target)) else {
+            continue;
+        };
+        let mut paths: Vec<_> = entries
+            .map(|e| e.expect("directory entry").path())
+            .collect();
+        paths.sort();
+        for path in paths {
+            if path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+            {
+                continue;
+            }
+            let data = std::fs::read(&path).expect("read an input");
+            eprintln!("{target}: {}", path.display());
+            run(&data);
+            count += 1;
+        }
+    }
+    assert!(count > 0, "no committed input for {target}");
+    count
+}
 
 /// Reads the input a byte at a time; zero once it is exhausted.
 #[derive(Debug)]
