@@ -132,9 +132,10 @@
 //! - store-load (reader's slot store then its pointer loads, or its
 //!   release then its `state` load): the light barrier paired with the
 //!   heavy barrier, or with the helper's marks (see `crate::barrier`);
-//! - the round's end: `done` is set with a SeqCst RMW after phase 2's
-//!   Acquire reads; callers read it with Acquire, so every section waited
-//!   for happens before `synchronize` returns.
+//! - the round's end: `done` is set with a SeqCst store (the leader is its
+//!   only writer) after phase 2's Acquire reads; callers read it with
+//!   Acquire, so every section waited for happens before `synchronize`
+//!   returns.
 
 mod cell;
 mod defer;
