@@ -86,8 +86,7 @@ pub struct StressReport {
 /// word would carry each section's accesses to the next section by itself,
 /// hiding a lock whose own Release/Acquire pairs are too weak from the
 /// zero-sum array on a weakly ordered CPU and from ThreadSanitizer's
-/// witness cells (`--cfg tsan`; with SeqCst here, a Release turned Relaxed
-/// in PF-T's write unlock went unreported). The array is the data the lock
+/// witness cells (`--cfg tsan`). The array is the data the lock
 /// must order; the counters are tallies read after the threads are joined
 /// (joining orders them).
 struct Shared {

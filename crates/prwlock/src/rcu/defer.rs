@@ -79,10 +79,10 @@ impl Drop for Callback {
 
 /// A domain's deferred callbacks.
 pub(super) struct Queue {
-    /// parking_lot's mutex rather than std's: the same cost here (pushes
-    /// and takes are short and rare next to a grace period), and it is
-    /// compiled with the crate, so ThreadSanitizer (`scripts/tsan`) sees
-    /// it order the queue; std's is precompiled and invisible to it.
+    /// parking_lot's mutex rather than std's: it is compiled with the
+    /// crate, so ThreadSanitizer (`scripts/tsan`) sees it order the queue;
+    /// std's is precompiled and invisible to it. (Pushes and takes are
+    /// short and rare next to a grace period.)
     items: Mutex<Vec<Callback>>,
     /// `items.len()`, readable without the lock (statistics).
     len: AtomicUsize,
