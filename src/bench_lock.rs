@@ -45,6 +45,36 @@ where
     }
 }
 
+/// prwlock as the paper has it: its locks live in a domain of their own
+/// with the write-heavy mode off (`prwlock::policy`), so every write runs
+/// the version consensus and, for unreported readers, the heavy barrier.
+#[derive(Debug)]
+pub struct PrwPassiveOnly(lock_api::RwLock<prwlock::PrwLock, ()>);
+
+static PASSIVE_ONLY: prwlock::Domain = prwlock::Domain::new();
+
+impl BenchLock for PrwPassiveOnly {
+    fn create() -> Self {
+        PASSIVE_ONLY.set_write_heavy_mode(false);
+        PrwPassiveOnly(lock_api::RwLock::from_raw(
+            prwlock::PrwLock::in_domain(&PASSIVE_ONLY),
+            (),
+        ))
+    }
+
+    #[inline]
+    fn read<T>(&self, f: impl FnOnce() -> T) -> T {
+        let _guard = self.0.read();
+        f()
+    }
+
+    #[inline]
+    fn write<T>(&self, f: impl FnOnce() -> T) -> T {
+        let _guard = self.0.write();
+        f()
+    }
+}
+
 /// A mutex (`lock_api::RawMutex`) driven as a reader-writer lock: reads
 /// and writes both take it. The paper's "Cohort" line: what reader-writer
 /// locks must beat.

@@ -132,7 +132,8 @@ pub const COHORT_ABLATIONS: &[LockEntry] = &[
 
 /// Selectable by name or as the family `unrestricted` only: the locks
 /// whose default form is restricted ([`rwlock_core::Restricted`]), as the
-/// papers' algorithms alone, to measure what restriction costs and buys.
+/// papers' algorithms alone, to measure what restriction costs and buys;
+/// and prwlock without its write-heavy mode (`prwlock::policy`).
 pub const UNRESTRICTED: &[LockEntry] = &[
     lock!(
         "pf_t_unrestricted",
@@ -173,6 +174,11 @@ pub const UNRESTRICTED: &[LockEntry] = &[
         "c_rw_np_unrestricted",
         "unrestricted",
         Raw<cohort::unrestricted::CRwNp>
+    ),
+    lock!(
+        "prwlock_passive_only",
+        "unrestricted",
+        crate::bench_lock::PrwPassiveOnly
     ),
     lock!(
         "dr_ticket_unrestricted",

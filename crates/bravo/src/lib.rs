@@ -124,7 +124,9 @@
 
 #![deny(missing_docs)]
 
-pub mod clock;
+/// The clock of the bias policy, shared with the workspace's other
+/// adaptive policies (it lives in `rwlock-core`).
+pub use rwlock_core::clock;
 pub mod policy;
 pub mod raw;
 pub mod rwlock;

@@ -31,6 +31,7 @@ use core::ptr;
 use crossbeam_utils::CachePadded;
 
 use crate::barrier;
+use crate::policy::DomainSwitch;
 use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
 
 /// Locks one thread can hold in passive mode at once, per domain. A further
@@ -435,6 +436,12 @@ pub struct Domain {
     records: AtomicUsize,
     /// Heavy barriers issued by writers of this domain's locks.
     barriers: AtomicU64,
+    /// Whether the domain's locks may switch to active reading
+    /// (`crate::policy`).
+    write_heavy_mode: DomainSwitch,
+    /// Switches of this domain's locks to active reading (a statistic; a
+    /// plain atomic even in loom builds, where nothing reads it).
+    active_mode_entries: core::sync::atomic::AtomicU64,
 }
 
 /// What a domain's record list holds (see [`Domain::stats`]).
@@ -446,13 +453,17 @@ pub struct DomainStats {
     pub in_use: usize,
     /// Records retired because their thread exited with a leaked read guard.
     pub retired: usize,
-    /// The domain's version (number of writer consensus rounds).
+    /// The domain's version: the number of passive-mode writer consensus
+    /// rounds (a write in active mode, see [`crate::policy`], runs none).
     pub version: u64,
     /// Consensus rounds that needed a heavy barrier (`membarrier`) because
     /// some reader had not reported the round's version; the others skipped
     /// it. (A writer that parks waiting for passive readers to leave runs
     /// one more, not counted here.)
     pub heavy_barriers: u64,
+    /// Times a lock of the domain switched to active reading because its
+    /// writes came too close for their heavy barriers ([`crate::policy`]).
+    pub active_mode_entries: u64,
 }
 
 #[cfg(not(loom))]
@@ -510,8 +521,35 @@ impl Domain {
                 head: AtomicPtr::new(ptr::null_mut()),
                 records: AtomicUsize::new(0),
                 barriers: AtomicU64::new(0),
+                write_heavy_mode: DomainSwitch::new(),
+                active_mode_entries: core::sync::atomic::AtomicU64::new(0),
             }
         }
+    }
+
+    /// Whether the domain's locks may switch to active reading when their
+    /// writes come so close together that heavy barriers would dominate
+    /// (the write-heavy mode of [`crate::policy`]; on by default). Off, every
+    /// lock of the domain stays the paper's passive lock, whatever its
+    /// writes cost: for measurement, and for tests that count barriers.
+    /// Takes effect at each lock's next passive-mode write; a lock already
+    /// in active mode leaves it at its next write or its readers' next clock
+    /// check.
+    pub fn set_write_heavy_mode(&self, allowed: bool) {
+        self.write_heavy_mode.set(allowed);
+    }
+
+    /// Whether the write-heavy mode is allowed (see
+    /// [`set_write_heavy_mode`](Self::set_write_heavy_mode)).
+    pub fn write_heavy_mode(&self) -> bool {
+        self.write_heavy_mode.allowed()
+    }
+
+    /// Counts a lock's switch to active reading.
+    pub(crate) fn count_active_mode_entry(&self) {
+        // Relaxed: a statistic.
+        self.active_mode_entries
+            .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
     }
 
     /// The process-wide domain that [`PrwLock::new`](crate::PrwLock::new)
@@ -640,6 +678,9 @@ impl Domain {
             retired: 0,
             version: self.version.load(Ordering::Relaxed),
             heavy_barriers: self.barriers.load(Ordering::Relaxed),
+            active_mode_entries: self
+                .active_mode_entries
+                .load(core::sync::atomic::Ordering::Relaxed),
         };
         for r in self.records() {
             // Relaxed: statistics.

@@ -9,8 +9,13 @@
 //! reported, one `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` (the user
 //! space stand-in for the paper's IPIs). Reads are therefore nearly free and
 //! perfectly scalable; writes cost microseconds. Use it where writes are
-//! rare (configuration, routing tables, membership): for a read-mostly
-//! workload with frequent writes, a BRAVO or cohort lock does better.
+//! rare (configuration, routing tables, membership). When writes come so
+//! close together that their barriers would dominate, a lock switches
+//! itself to *active reading* for a while ([`policy`]: readers then pay a
+//! shared read-modify-write, like a counter-based lock, and writers no
+//! barrier), so a burst of writes or a busy, oversubscribed machine does
+//! not collapse it; still, for a workload with steady frequent writes, a
+//! BRAVO or cohort lock does better.
 //!
 //! ```
 //! // A one-line swap for parking_lot::RwLock:
@@ -43,6 +48,10 @@
 //!   slower fallback where readers pay a fence (`membarrier` refused, or
 //!   [`force_fence_mode`] / `PRWLOCK_FORCE_FENCE=1`);
 //!   [`kernel_helper_stats`] counts the helper's requests and IPIs.
+//! - [`policy`]: the write-heavy mode, when a lock's readers go active so
+//!   that frequent writes need no heavy barrier (BRAVO's inhibition rule),
+//!   and when they go passive again; [`Domain::set_write_heavy_mode`] turns
+//!   it off for a domain.
 //! - [`rcu`]: FCP-RCU (FCP Section 5), read-copy update on the same
 //!   records, barrier modes and kernel helper: fence-free read sections,
 //!   `synchronize` by version consensus, deferred reclamation, and
@@ -67,8 +76,9 @@
 //! the domain reported the new version within about a microsecond. Readers
 //! report when they leave or wait while a writer is at the door, so a
 //! writer among busy readers mostly skips it; a registered thread that is
-//! idle (blocked elsewhere) never reports and costs each write the barrier.
-//! [`Domain::stats`] counts the barriers.
+//! idle (blocked elsewhere) never reports and costs each write the barrier,
+//! until writes come close enough for the write-heavy mode ([`policy`]).
+//! [`Domain::stats`] counts the barriers and the switches to that mode.
 //!
 //! # Caveats
 //! - Writer preference with hand-off: a stream of writers passes the lock
@@ -87,6 +97,7 @@ pub mod barrier;
 pub mod domain;
 #[cfg(all(test, loom))]
 mod loom_tests;
+pub mod policy;
 pub mod prwlock;
 pub mod rcu;
 

@@ -28,6 +28,14 @@
 //! - on real hardware, nothing in the test suite can catch a missing
 //!   `membarrier`: the reader's store-buffer window is a few cycles.
 //!
+//! The write-heavy mode (`crate::policy`) has one model, with a policy that
+//! switches at every passive-mode write and expires at once: it checks the
+//! switch inside a consensus, active-mode readers against a writer that
+//! skips the barrier, and both ways of leaving the mode (the writer's, and
+//! a reader's CAS racing a writer's acquisition). Why a writer may skip the
+//! barrier once the mode is established rests on the barrier pair again,
+//! which the models cannot see (above).
+//!
 //! What the models do catch (each checked by mutation): a reader that
 //! skips the writer check after its hold store (causality violation), a
 //! reader's light barrier weakened below SeqCst (a lost wake-up of the
@@ -41,6 +49,7 @@ use loom::thread::{self, JoinHandle};
 use rwlock_core::loom_support;
 
 use crate::PrwLock;
+use crate::policy::ModelPolicy;
 
 type Shared = loom_support::Shared<PrwLock>;
 
@@ -194,5 +203,28 @@ fn loom_tests_slot_reused_for_another_lock_vs_writer() {
         // SAFETY: our shared acquisition.
         unsafe { b.lock.unlock_shared(g) };
         assert_eq!(a.read(), 1);
+    });
+}
+
+/// Write-heavy mode: the first writer switches the lock to active reading
+/// before its barrier, the second finds the mode established, skips the
+/// barrier and ends the mode; a registered reader meanwhile reads passively
+/// or actively (an active read may end the mode itself, racing the second
+/// writer's acquisition) and never overlaps either writer.
+#[test]
+fn loom_tests_write_heavy_mode_switch_and_back() {
+    loom::model(|| {
+        let s = Shared::new(PrwLock::for_model(ModelPolicy::SwitchAndExpire));
+        register(&s);
+        let w = {
+            let s = s.clone();
+            thread::spawn(move || {
+                s.write();
+                s.write();
+            })
+        };
+        assert!(s.read() <= 2);
+        w.join().unwrap();
+        assert_eq!(s.read(), 2);
     });
 }

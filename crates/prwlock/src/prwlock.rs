@@ -12,9 +12,12 @@
 //! | 2     | `EXCLUSIVE` | a writer finished consensus and holds the lock              |
 //! | 3     | `NO_ID`     | the id is not assigned yet (set in `INIT`)                 |
 //! | 4     | `SLOW_RELEASE` | sticky: some release of this lock needs the slow path (a hold was converted or taken in active mode, or the process runs in Fence mode) |
+//! | 5     | `ACTIVE_MODE` | write-heavy mode: new readers take the active path, and writers need no heavy barrier (below) |
 //! | 8..64 | id          | the lock's process-unique id (0 until first use)            |
 //!
-//! plus `active` (the paper's active-reader counter) and three wait queues
+//! plus `active` (the paper's active-reader counter in its low 32 bits, a
+//! count of active-mode acquisitions above, which paces the readers' clock
+//! checks), the write-heavy-mode policy ([`crate::policy`]) and three wait queues
 //! (readers waiting for `WRITER` to clear, writers waiting for the mutex, a
 //! writer waiting for readers to leave). The readers' status lives in their
 //! thread's record of the lock's [`Domain`].
@@ -101,12 +104,57 @@
 //! promoted within a millisecond each, and `PASS` goes to
 //! writers that run. The read fast path never touches the gate.
 //!
-//! It is not enough yet: at 16 threads on 2 cores (10% writes, empty
-//! critical sections) prwlock does about 2.5× better than without the
-//! gate but stays near 0.3–0.4× its 2-thread throughput. Readers that find
-//! no writer take the fast path and stay runnable, so the gate cannot keep
-//! the runnable set small; and a writer still waits a time slice for each
-//! reader descheduled inside its section.
+//! The gate alone was not enough: at 16 threads on 2 cores (10% writes,
+//! empty critical sections) prwlock stayed near 0.3–0.4× its 2-thread
+//! throughput, because nearly every write found descheduled, unreported
+//! readers and paid a `membarrier` that takes tens of microseconds there.
+//! The write-heavy mode below removes that cost.
+//!
+//! # Write-heavy mode (`ACTIVE_MODE`; policy in [`crate::policy`])
+//!
+//! When writes come so close together that their heavy barriers would
+//! dominate (BRAVO's inhibition rule, with passive reading as the bias),
+//! a writer switches the lock to *active reading*; readers then take the
+//! paper's active path and writers run no heavy barrier:
+//!
+//! ```text
+//! switch (a writer holding WRITER, passive-mode consensus):
+//!         state |= ACTIVE_MODE, before the SeqCst fence and phase 1's
+//!         reports or heavy barrier (the mode is *established* when that
+//!         phase 1 ends; every later writer acquires after it)
+//! reader: fast path: ACTIVE_MODE in the first load -> slow path;
+//!         the check after the light barrier tests WRITER | ACTIVE_MODE
+//!         (back off, then read actively)
+//!         active read: active += 1 (SeqCst), SeqCst fence, check WRITER;
+//!         one in 64 looks at the clock and, if the mode has run its course
+//!         and no writer holds the lock, CASes ACTIVE_MODE off
+//! writer: ACTIVE_MODE set at its consensus: SeqCst fence, no version bump,
+//!         no reports, no heavy barrier; wait until no passive hold of the
+//!         lock (a downgrade's, or one taken before the switch) and
+//!         active == 0; end the mode (clear the bit) if it has run its course
+//! ```
+//!
+//! Why the writer may skip the barrier: a reader takes a passive hold only
+//! if its check after the light barrier saw neither `WRITER` nor
+//! `ACTIVE_MODE`. The switching writer stored `ACTIVE_MODE` before its
+//! heavy barrier (or before the version bump that reporting readers read),
+//! so the barrier pair gives, for every reader: either its check saw the
+//! bit, or its hold store is visible to the switching writer's scan (which
+//! then waited for it), and so to every later writer, which acquires after
+//! that writer's release. No passive hold can therefore appear unseen while
+//! the bit stays set, and only the writers and the active counter's Dekker
+//! pair (the readers' SeqCst RMW and fence, the writer's SeqCst RMW on
+//! `state` and fence) remain, as in any counter-based lock. The bit changes
+//! only under `WRITER` (the writer that holds it) or by a reader's CAS from
+//! a value without `WRITER`, so it is stable for a writer between its
+//! acquisition and its release. Leaving the mode needs nothing: the next
+//! writer finds the bit clear and runs the paper's consensus.
+//!
+//! A write whose readers all reported (the writer alone, or with a core
+//! for every thread) pays no barrier and never starts the mode, and reads
+//! no clock; a lock whose writes are rare stays passive. The mode can be
+//! turned off per domain ([`Domain::set_write_heavy_mode`]) to measure the
+//! paper's lock alone.
 //!
 //! # The kernel helper
 //!
@@ -152,7 +200,11 @@ use rwlock_core::wait::{DefaultWait, Waiters};
 
 use crate::barrier::{self, BarrierMode};
 use crate::domain::{self, CONVERTED, Domain, FREE, Record, SLOW_RELEASE};
-use crate::sync::{AtomicU32, AtomicU64, AtomicUsize, Ordering, fence, spin_loop};
+use crate::policy::{self, ModePolicy, READER_CLOCK_EVERY};
+use crate::sync::{AtomicU32, AtomicU64, Ordering, fence, spin_loop};
+
+mod lock_api_impls;
+pub use lock_api_impls::ReadGuardExt;
 
 const WRITER: u64 = 1;
 const PASS: u64 = 1 << 1;
@@ -160,6 +212,11 @@ const EXCLUSIVE: u64 = 1 << 2;
 /// Set until the lock's id is assigned (so that the read fast path tests
 /// "writer in, or no id yet" with one instruction).
 const NO_ID: u64 = 1 << 3;
+/// Write-heavy mode (module docs): readers go active, writers skip the
+/// heavy barrier. Set only by a writer that holds `WRITER`, before its
+/// consensus's barrier; cleared by a writer that holds `WRITER` or, while
+/// no writer does, by a reader.
+const ACTIVE_MODE: u64 = 1 << 5;
 const ID_SHIFT: u32 = 8;
 /// The id bits of `state`. A lock's "id" below is these bits in place
 /// (`id << ID_SHIFT`), which is also what its holds store in a status word:
@@ -177,6 +234,11 @@ static NEXT_ID: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::n
 const REPORT_ROUNDS: u32 = 8;
 const REPORT_SPINS: u32 = 16;
 
+/// The holders' part of `active` (the paper's counter).
+const ACTIVE_HOLDERS: u64 = u32::MAX as u64;
+/// An active-mode acquisition: one holder, one arrival counted above.
+const ACTIVE_ARRIVAL: u64 = 1 | 1 << 32;
+
 /// The passive reader-writer lock. See the [module docs](self) for the
 /// protocol and the [crate docs](crate) for when to use it.
 ///
@@ -191,8 +253,9 @@ const REPORT_SPINS: u32 = 16;
 #[derive(Debug)]
 pub struct PrwLock {
     state: AtomicU64,
-    /// Readers in active mode (Fig. 3/7 `lock.active`).
-    active: AtomicUsize,
+    /// Readers in active mode (Fig. 3/7 `lock.active`) in the low 32 bits;
+    /// active-mode acquisitions so far above.
+    active: AtomicU64,
     /// Writers queued for the writer mutex (decides `PASS`).
     writers_waiting: AtomicU32,
     /// Readers waiting for `WRITER` to clear.
@@ -205,6 +268,8 @@ pub struct PrwLock {
     /// Concurrency restriction of the waiting paths (module docs,
     /// "More threads than cores").
     gate: Gate,
+    /// When to switch to and from active reading ([`crate::policy`]).
+    policy: ModePolicy,
 }
 
 /// What a read acquisition hands to its release: the status word (slot of
@@ -278,15 +343,24 @@ impl PrwLock {
         pub fn in_domain(domain: &'static Domain) -> Self {
             PrwLock {
                 state: AtomicU64::new(NO_ID),
-                active: AtomicUsize::new(0),
+                active: AtomicU64::new(0),
                 writers_waiting: AtomicU32::new(0),
                 readers: Waiters::new(),
                 writers: Waiters::new(),
                 drain: Waiters::new(),
                 domain,
                 gate: Gate::new(),
+                policy: ModePolicy::new(),
             }
         }
+    }
+
+    /// A lock for a loom model with the given write-heavy-mode policy.
+    #[cfg(loom)]
+    pub(crate) fn for_model(model: policy::ModelPolicy) -> Self {
+        let mut lock = Self::new();
+        lock.policy = ModePolicy::for_model(model);
+        lock
     }
 
     /// The domain this lock reaches consensus in.
@@ -297,7 +371,14 @@ impl PrwLock {
     /// Readers holding the lock in active mode now (a snapshot).
     pub fn active_readers(&self) -> usize {
         // Relaxed: a snapshot for diagnostics.
-        self.active.load(Ordering::Relaxed)
+        (self.active.load(Ordering::Relaxed) & ACTIVE_HOLDERS) as usize
+    }
+
+    /// Whether the lock is in write-heavy mode now (new readers take the
+    /// active path; see [`crate::policy`]). A snapshot.
+    pub fn is_write_heavy_mode(&self) -> bool {
+        // Relaxed: a snapshot.
+        self.state.load(Ordering::Relaxed) & ACTIVE_MODE != 0
     }
 
     /// The lock's id, assigning one on first use.
@@ -350,10 +431,10 @@ impl PrwLock {
         // Relaxed: a first look (id, and skip the store if a writer is in);
         // the check that counts is the one after the barrier.
         let word = self.state.load(Ordering::Relaxed);
-        // WRITER and NO_ID clear (and so PASS and EXCLUSIVE, which only
-        // exist beside WRITER): the word is the lock's id, perhaps with
-        // SLOW_RELEASE, which writers ignore in a hold.
-        if word & (WRITER | NO_ID) != 0 {
+        // WRITER, NO_ID and ACTIVE_MODE clear (and so PASS and EXCLUSIVE,
+        // which only exist beside WRITER): the word is the lock's id, perhaps
+        // with SLOW_RELEASE, which writers ignore in a hold.
+        if word & (WRITER | NO_ID | ACTIVE_MODE) != 0 {
             return None;
         }
         let id = word;
@@ -371,8 +452,10 @@ impl PrwLock {
         record.slot(slot).store(id, Ordering::Release);
         barrier::light();
         // Acquire: pairs with the writer's releasing RMW on `state`, so the
-        // critical section sees the last writer's stores.
-        if self.state.load(Ordering::Acquire) & WRITER == 0 {
+        // critical section sees the last writer's stores. ACTIVE_MODE too:
+        // once a writer established it, later writers skip the heavy barrier
+        // (module docs, "Write-heavy mode").
+        if self.state.load(Ordering::Acquire) & (WRITER | ACTIVE_MODE) == 0 {
             return Some(ReadToken::passive(record, slot));
         }
         self.back_off(record, slot, BarrierMode::Membarrier);
@@ -396,37 +479,79 @@ impl PrwLock {
     #[cold]
     #[inline(never)]
     fn read_attempt(&self) -> Option<ReadToken> {
-        let id = self.id();
-        let mode = barrier::barrier_mode();
-        let reserved =
-            domain::register(self.domain).and_then(|r| r.free_slot().map(|slot| (r, slot)));
-        match reserved {
-            Some((record, slot)) => {
+        // Relaxed: the id (as in `id`), and a first look at the mode and the
+        // sticky bit; the passive path checks the mode again after its
+        // barrier.
+        let word = self.state.load(Ordering::Relaxed);
+        let id = match word & ID_MASK {
+            0 => self.assign_id(),
+            id => id,
+        };
+        if word & ACTIVE_MODE == 0 {
+            let mode = barrier::barrier_mode();
+            let reserved =
+                domain::register(self.domain).and_then(|r| r.free_slot().map(|slot| (r, slot)));
+            if let Some((record, slot)) = reserved {
                 // Release, ordered by the barrier below: as in `read_fast`.
                 record.slot(slot).store(id, Ordering::Release);
                 barrier::light_in(mode);
                 // Acquire: as in `read_fast`.
-                if self.state.load(Ordering::Acquire) & WRITER == 0 {
+                let state = self.state.load(Ordering::Acquire);
+                if state & (WRITER | ACTIVE_MODE) == 0 {
                     return Some(ReadToken::passive(record, slot));
                 }
                 self.back_off(record, slot, mode);
-                None
-            }
-            None => {
-                // Active mode (Fig. 3 ReadUnlock's `else` branch, taken up
-                // front): SeqCst RMW then SeqCst fence, pairing with the
-                // writer's SeqCst fence between setting WRITER and reading
-                // `active` (a Dekker pair; the fence also makes loom see it).
-                self.mark_slow_release();
-                self.active.fetch_add(1, Ordering::SeqCst);
-                fence(Ordering::SeqCst);
-                // Acquire: as in `read_fast`.
-                if self.state.load(Ordering::Acquire) & WRITER == 0 {
-                    return Some(ReadToken::active());
+                if state & WRITER != 0 {
+                    return None;
                 }
-                self.release_active();
-                None
+                // Write-heavy mode began meanwhile: read actively.
             }
+        }
+        self.read_active(word)
+    }
+
+    /// Active mode (Fig. 3 ReadUnlock's `else` branch, taken up front): for
+    /// a thread with no free slot, and for everybody in write-heavy mode.
+    fn read_active(&self, word: u64) -> Option<ReadToken> {
+        // Sticky, so a look that saw it set spares the RMW (coherence: our
+        // later loads see it too).
+        if word & SLOW_RELEASE == 0 {
+            self.mark_slow_release();
+        }
+        // SeqCst RMW then SeqCst fence, pairing with the writer's SeqCst
+        // fence between setting WRITER and reading `active` (a Dekker pair;
+        // the fence also makes loom see it).
+        let before = self.active.fetch_add(ACTIVE_ARRIVAL, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        // Acquire: as in `read_fast`.
+        let state = self.state.load(Ordering::Acquire);
+        if state & WRITER != 0 {
+            self.release_active();
+            return None;
+        }
+        if state & ACTIVE_MODE != 0 && (before >> 32).is_multiple_of(READER_CLOCK_EVERY) {
+            self.maybe_leave_active_mode(state);
+        }
+        Some(ReadToken::active())
+    }
+
+    /// An active-mode reader's clock check (one acquisition in
+    /// `READER_CLOCK_EVERY`): once the mode has run its course, clear
+    /// `ACTIVE_MODE` while no writer holds the lock, so that the next
+    /// readers are passive again and the next writer measures its barrier.
+    #[cold]
+    #[inline(never)]
+    fn maybe_leave_active_mode(&self, state: u64) {
+        if self.policy.expired(policy::now()) {
+            // Relaxed: a mode change publishes nothing. Fails if a writer
+            // took WRITER meanwhile: the mode is stable under a writer, which
+            // may rely on it (see `consensus`).
+            let _ = self.state.compare_exchange(
+                state,
+                state & !ACTIVE_MODE,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
         }
     }
 
@@ -542,7 +667,7 @@ impl PrwLock {
     fn release_active(&self) {
         // SeqCst RMW (Release for the read section): the state change the
         // `drain` wait protocol requires before `wake_all`.
-        if self.active.fetch_sub(1, Ordering::SeqCst) == 1 {
+        if self.active.fetch_sub(1, Ordering::SeqCst) & ACTIVE_HOLDERS == 1 {
             self.drain.wake_all();
         }
     }
@@ -661,18 +786,52 @@ impl PrwLock {
     /// readers are all gone.
     fn consensus(&self, own: *const Record, wait: bool) -> bool {
         let id = self.id();
+        // Relaxed: we hold WRITER, under which only we change ACTIVE_MODE.
+        if self.state.load(Ordering::Relaxed) & ACTIVE_MODE != 0 {
+            // Write-heavy mode, established by an earlier writer's consensus
+            // (module docs): no passive hold can appear unseen, so no heavy
+            // barrier. The SeqCst fence orders our WRITER store before the
+            // reads of `active` (Dekker with the active readers' fence) and
+            // of the slots (holds taken before the mode began).
+            fence(Ordering::SeqCst);
+            if !(self.domain.write_heavy_mode() && self.policy.keep_active(policy::now())) {
+                // Relaxed: as the readers' clear; from our release on, new
+                // readers are passive and the next writer runs the paper's
+                // consensus.
+                self.state.fetch_and(!ACTIVE_MODE, Ordering::Relaxed);
+            }
+            return self.drain_readers(id, self.domain.version(), own, wait);
+        }
+        if self.domain.write_heavy_mode() && self.policy.inhibits_passive() {
+            // The previous barrier was paid less than N × B ago: switch to
+            // active reading. Set before the fence and the barrier below,
+            // like WRITER: a reader that misses it is seen by our scan.
+            // Relaxed: ordered by the SeqCst fence below.
+            self.state.fetch_or(ACTIVE_MODE, Ordering::Relaxed);
+            self.policy.entered(policy::now());
+            self.domain.count_active_mode_entry();
+        }
         let version = self.domain.bump();
-        // SeqCst fence: orders our WRITER store and version increment before
-        // the reads of reader status below (store-load ordering: with the
-        // active readers' SeqCst fence, with the heavy barrier for passive
-        // ones, and for records claimed concurrently, see `Domain::claim`).
+        // SeqCst fence: orders our WRITER (and ACTIVE_MODE) store and
+        // version increment before the reads of reader status below
+        // (store-load ordering: with the active readers' SeqCst fence, with
+        // the heavy barrier for passive ones, and for records claimed
+        // concurrently, see `Domain::claim`).
         fence(Ordering::SeqCst);
-        if !self.reports_arrive(version, own, wait) {
+        if let Err(start) = self.reports_arrive(version, own, wait) {
             // AskForReport, for every straggler at once (the kernel
             // helper's targeted consensus where it can).
             self.domain.count_barrier();
             self.domain.heavy_barrier(version, own, false);
+            self.policy.barrier_paid(start, policy::now());
         }
+        self.drain_readers(id, version, own, wait)
+    }
+
+    /// Fig. 4 lines 12-16 after phase 1's reports or barrier: waits until
+    /// no passive hold of `id` and no active reader is left (with `wait ==
+    /// false`, checks once).
+    fn drain_readers(&self, id: u64, version: u64, own: *const Record, wait: bool) -> bool {
         if wait {
             let drained = || self.drained(id);
             // Before parking: a passive reader releases with a plain store,
@@ -696,27 +855,32 @@ impl PrwLock {
     }
 
     /// Whether every reader of the domain reported `version`, perhaps after
-    /// a short spin (readers report on every release).
-    fn reports_arrive(&self, version: u64, own: *const Record, wait: bool) -> bool {
+    /// a short spin (readers report on every release). If not, the clock
+    /// reading at the first look that found a straggler: the heavy barrier's
+    /// cost for the write-heavy-mode policy counts from there (the clock is
+    /// read only on this path, so a writer whose readers report pays no
+    /// clock reading).
+    fn reports_arrive(&self, version: u64, own: *const Record, wait: bool) -> Result<(), u64> {
         if barrier::barrier_mode() == BarrierMode::Fence {
             // Readers run a SeqCst fence; our fence above pairs with it.
-            return true;
+            return Ok(());
         }
         if self.domain.all_reported(version, own) {
-            return true;
+            return Ok(());
         }
+        let start = policy::now();
         if !wait || cfg!(loom) {
-            return false;
+            return Err(start);
         }
         for _ in 0..REPORT_ROUNDS {
             for _ in 0..REPORT_SPINS {
                 spin_loop();
             }
             if self.domain.all_reported(version, own) {
-                return true;
+                return Ok(());
             }
         }
-        false
+        Err(start)
     }
 
     /// Phase 1 then phase 2: no record holds `id` passively, then no active
@@ -726,7 +890,7 @@ impl PrwLock {
     fn drained(&self, id: u64) -> bool {
         // SeqCst load of `active`: pairs with the active readers' SeqCst
         // increment and fence (Dekker).
-        !self.domain.any_holds(id) && self.active.load(Ordering::SeqCst) == 0
+        !self.domain.any_holds(id) && self.active.load(Ordering::SeqCst) & ACTIVE_HOLDERS == 0
     }
 
     /// The calling thread's record, after checking that it does not read
@@ -752,157 +916,6 @@ impl PrwLock {
             .fetch_and(!(WRITER | EXCLUSIVE), Ordering::SeqCst);
         self.readers.wake_all();
         self.writers.wake_all();
-    }
-}
-
-// SAFETY: a shared hold is granted only when no writer holds the lock, and
-// an exclusive hold only after every passive and active reader is gone and
-// `WRITER` keeps new ones out (module docs); the try variants never block;
-// `is_locked*` only read.
-unsafe impl lock_api::RawRwLock for PrwLock {
-    #[cfg(not(loom))]
-    #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: Self = PrwLock::new();
-    #[cfg(loom)]
-    #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: Self = panic!("loom atomics have no const constructor: use PrwLock::new()");
-
-    type SharedGuard = ReadToken;
-    type ExclusiveGuard = WriteToken;
-
-    #[inline]
-    fn lock_shared(&self) -> ReadToken {
-        match self.read_fast() {
-            Some(token) => token,
-            None => self.lock_shared_slow(),
-        }
-    }
-
-    #[inline]
-    fn try_lock_shared(&self) -> Option<ReadToken> {
-        self.read_fast().or_else(|| self.read_attempt())
-    }
-
-    #[inline]
-    unsafe fn unlock_shared(&self, token: ReadToken) {
-        self.unlock_shared_inline(token)
-    }
-
-    fn lock_exclusive(&self) -> WriteToken {
-        let own = self.own_record_not_reading();
-        // The whole acquisition (mutex, then consensus) waits through the
-        // gate: a writer waiting for readers to leave counts as active.
-        self.gate.wait(|| {
-            if !self.acquire_writer() {
-                self.consensus(own, true);
-            }
-        });
-        // Relaxed: a flag for `is_locked_exclusive`; we hold the mutex.
-        self.state.fetch_or(EXCLUSIVE, Ordering::Relaxed);
-        WriteToken(PhantomData)
-    }
-
-    fn try_lock_exclusive(&self) -> Option<WriteToken> {
-        let id = self.id();
-        // A visible reader already makes the attempt fail: no need to shut
-        // readers out and pay for a barrier to find out.
-        // Relaxed: a hint; the consensus below decides.
-        if self.active.load(Ordering::Relaxed) != 0 || self.domain.any_holds(id) {
-            return None;
-        }
-        // Relaxed: the CAS validates it.
-        let free = self.state.load(Ordering::Relaxed);
-        if free & (WRITER | PASS) != 0 {
-            return None;
-        }
-        // SeqCst: as in `acquire_writer`.
-        self.state
-            .compare_exchange(free, free | WRITER, Ordering::SeqCst, Ordering::Relaxed)
-            .ok()?;
-        let own = domain::find(self.domain).map_or(ptr::null(), |r| r as *const Record);
-        if self.consensus(own, false) {
-            // Relaxed: as in `lock_exclusive`.
-            self.state.fetch_or(EXCLUSIVE, Ordering::Relaxed);
-            Some(WriteToken(PhantomData))
-        } else {
-            // Readers are in: back out without PASS (a passed writer would
-            // skip the consensus these readers defeat).
-            self.release_writer_free();
-            None
-        }
-    }
-
-    unsafe fn unlock_exclusive(&self, _token: WriteToken) {
-        // SeqCst: see `acquire_writer_slow`.
-        if self.writers_waiting.load(Ordering::SeqCst) != 0 {
-            // Fig. 4 WriteUnlock lines 1-2: WRITER stays set, so no reader
-            // got in and the next writer inherits the consensus. SeqCst RMW
-            // (Release for our section; required before `wake_all`).
-            self.state.fetch_xor(EXCLUSIVE | PASS, Ordering::SeqCst);
-            self.writers.wake_all();
-        } else {
-            self.release_writer_free();
-        }
-    }
-
-    #[inline]
-    fn is_locked(&self) -> bool {
-        // Acquire/Relaxed: a snapshot, as lock_api documents.
-        let s = self.state.load(Ordering::Acquire);
-        let id = s & ID_MASK;
-        s & WRITER != 0
-            || (id != 0 && (self.active.load(Ordering::Relaxed) != 0 || self.domain.any_holds(id)))
-    }
-
-    #[inline]
-    fn is_locked_exclusive(&self) -> bool {
-        // Relaxed: a snapshot.
-        self.state.load(Ordering::Relaxed) & EXCLUSIVE != 0
-    }
-}
-
-// SAFETY: the downgraded hold is published (slot or `active`) before the
-// writer mutex is released, and released without PASS, so the next writer
-// runs a full consensus that sees it (paper Section 3.4 "Downgrade").
-unsafe impl lock_api::RawRwLockDowngrade for PrwLock {
-    unsafe fn downgrade(&self, _token: WriteToken) -> ReadToken {
-        let id = self.id();
-        let reserved =
-            domain::register(self.domain).and_then(|r| r.free_slot().map(|slot| (r, slot)));
-        let token = match reserved {
-            Some((record, slot)) => {
-                // Published by the releasing RMW below, which the next
-                // writer's CAS on `state` reads from; Release as in
-                // `read_fast` (the slot's previous hold).
-                record.slot(slot).store(id, Ordering::Release);
-                ReadToken::passive(record, slot)
-            }
-            None => {
-                self.mark_slow_release();
-                // Relaxed: published by the releasing RMW below.
-                self.active.fetch_add(1, Ordering::Relaxed);
-                ReadToken::active()
-            }
-        };
-        self.release_writer_free();
-        token
-    }
-}
-
-/// [`PrwLock::schedule_out`] on a `lock_api` read guard.
-pub trait ReadGuardExt {
-    /// Converts the calling thread's passive holds of the guard's lock to
-    /// active ones before blocking; see [`PrwLock::schedule_out`].
-    fn schedule_out(&self) -> usize;
-}
-
-impl<T: ?Sized> ReadGuardExt for lock_api::RwLockReadGuard<'_, PrwLock, T> {
-    fn schedule_out(&self) -> usize {
-        let lock = lock_api::RwLockReadGuard::rwlock(self);
-        // `schedule_out` changes how the hold is counted, not who holds the
-        // lock; the guard still releases it exactly once.
-        // SAFETY: no lock state is changed behind the guard's back.
-        unsafe { lock.raw() }.schedule_out()
     }
 }
 

@@ -39,6 +39,8 @@ fn a_writer_alone_in_its_domain_skips_the_barrier() {
 fn an_idle_registered_reader_costs_one_barrier_per_write() {
     let _serial = serial();
     static D: Domain = Domain::new();
+    // The paper's lock: one consensus per write, however close.
+    D.set_write_heavy_mode(false);
     let lock = rwlock(&D);
     let (stop_tx, stop_rx) = mpsc::channel::<()>();
     let registered = Arc::new(Barrier::new(2));
@@ -74,6 +76,44 @@ fn an_idle_registered_reader_costs_one_barrier_per_write() {
     assert_eq!(D.stats().heavy_barriers, expected);
 }
 
+/// The same writes with the write-heavy mode allowed (the default): the
+/// first write pays the barrier, the second comes within `N × B` of it and
+/// switches the lock to active reading (paying its own consensus), and the
+/// rest need no barrier (`prwlock::policy`). A preemption between two
+/// writes longer than `N × B` ends the mode and costs two more barriers,
+/// so the bound allows for a few.
+#[test]
+fn back_to_back_writes_beside_an_idle_reader_switch_to_active_reading() {
+    let _serial = serial();
+    static D: Domain = Domain::new();
+    let lock = rwlock(&D);
+    let (stop_tx, stop_rx) = mpsc::channel::<()>();
+    let registered = Arc::new(Barrier::new(2));
+    let (l, r) = (lock.clone(), registered.clone());
+    let idle = std::thread::spawn(move || {
+        let _ = *l.read();
+        r.wait();
+        let _ = stop_rx.recv();
+    });
+    registered.wait();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    for _ in 0..200 {
+        *lock.write() += 1;
+    }
+    let stats = D.stats();
+    if prwlock::barrier_mode() == prwlock::BarrierMode::KernelHelper {
+        // An idle reader costs no barrier: nothing to switch for.
+        assert_eq!((stats.heavy_barriers, stats.active_mode_entries), (0, 0));
+    } else {
+        assert!(stats.active_mode_entries >= 1, "{stats:?}");
+        assert!(stats.heavy_barriers <= 40, "{stats:?}");
+    }
+    // The idle reader reads again: actively, and correctly.
+    assert_eq!(*lock.read(), 200);
+    drop(stop_tx);
+    idle.join().unwrap();
+}
+
 #[test]
 fn retired_records_need_no_barrier() {
     let _serial = serial();
@@ -96,6 +136,7 @@ fn retired_records_need_no_barrier() {
 fn busy_readers_report_and_spare_writers_the_barrier() {
     let _serial = serial();
     static D: Domain = Domain::new();
+    D.set_write_heavy_mode(false);
     const WRITES: u64 = 500;
     let lock = rwlock(&D);
     let stop = Arc::new(AtomicBool::new(false));

@@ -43,6 +43,7 @@
 
 #![deny(missing_docs)]
 
+pub mod clock;
 pub mod sync;
 pub mod thread_id;
 pub mod topology;

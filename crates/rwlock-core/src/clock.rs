@@ -1,27 +1,32 @@
-//! The cheap monotonic clock behind `InhibitUntil`.
+//! The cheap monotonic clock behind the locks' adaptive policies: BRAVO's
+//! `InhibitUntil` (`bravo::policy`) and prwlock's write-heavy mode
+//! (`prwlock::policy`).
 //!
-//! BRAVO reads the clock twice per revocation (to time it) and once per
-//! slow-path read while bias is off (is `InhibitUntil` past?). Only
-//! differences and comparisons of readings are used, so the unit does not
-//! matter: `InhibitUntil = now + (now - start) × N` holds in any unit.
+//! Both policies read the clock to time an expensive step (a BRAVO
+//! revocation, a prwlock heavy barrier) and to compare the present against
+//! a deadline derived from it. Only differences and comparisons of readings
+//! are used, so the unit does not matter: `until = now + (now - start) × N`
+//! holds in any unit.
 //!
 //! Measured on the 2-core development VM (`cargo bench --bench latency --
 //! clock`: this clock 18.8 ns, `Instant::now()` 37 ns; a 5 M-call loop gave
 //! `clock_gettime(CLOCK_MONOTONIC)` 35 ns and `CLOCK_MONOTONIC_COARSE` 9 ns
 //! but with a 4 ms resolution, far coarser than a revocation, which takes
 //! a few µs; see `docs/bravo.md`). Even the TSC costs about as much as an
-//! uncontended lock pair here, so slow readers consult it on one slow read
-//! in 16 to 1024 only (`raw::CLOCK_EVERY_MIN`, `raw::CLOCK_EVERY_MAX`). On x86-64 the clock
+//! uncontended lock pair here, so callers consult it off their fast paths,
+//! and on slow paths only once in many acquisitions (bravo's
+//! `raw::CLOCK_EVERY_MIN` to `raw::CLOCK_EVERY_MAX`; prwlock's active-mode
+//! readers once in 64). On x86-64 the clock
 //! is therefore the time-stamp counter (invariant on every x86-64 CPU Linux
 //! reports `constant_tsc` for; a TSC that is not synchronised across sockets
-//! only makes the bias policy less exact, never the lock incorrect, and
+//! only makes a policy less exact, never a lock incorrect, and
 //! backwards steps saturate to zero); elsewhere it is `Instant` in
 //! nanoseconds since the first reading.
 //!
 //! Readings are returned in units of [`UNIT_SHIFT`]-shifted ticks so that
-//! they fit the 58 bits the lock word keeps for them for decades of uptime.
-//! Inside a loom model the clock is constant (0): the policy is not what a
-//! model checks, and a constant keeps the model deterministic.
+//! they fit the 58 bits bravo's lock word keeps for them for decades of
+//! uptime. Inside a loom model the clock is constant (0): the policies are
+//! not what a model checks, and a constant keeps the model deterministic.
 
 /// Readings are raw ticks shifted right by this much (about 21 ns per unit
 /// with a 3 GHz TSC), so that 58 bits last for thousands of years.
@@ -58,7 +63,7 @@ pub fn now() -> u64 {
 
 /// Clock units per second, measured once (about 10 ms on first call).
 ///
-/// Only statistics and reports convert units to seconds; the lock never does.
+/// Only statistics and reports convert units to seconds; the locks never do.
 #[cfg(not(loom))]
 pub fn units_per_second() -> f64 {
     use std::sync::OnceLock;
