@@ -22,6 +22,25 @@ fn rwlock(domain: &'static Domain) -> Arc<lock_api::RwLock<PrwLock, u64>> {
     Arc::new(lock_api::RwLock::from_raw(PrwLock::in_domain(domain), 0))
 }
 
+/// A thread that reads `lock` once (registering its record), then blocks
+/// (off CPU, never reporting) until the returned sender is dropped.
+fn idle_registered_reader(
+    lock: &Arc<lock_api::RwLock<PrwLock, u64>>,
+) -> (mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+    let (stop_tx, stop_rx) = mpsc::channel::<()>();
+    let registered = Arc::new(Barrier::new(2));
+    let (l, r) = (lock.clone(), registered.clone());
+    let idle = std::thread::spawn(move || {
+        let _ = *l.read();
+        r.wait();
+        let _ = stop_rx.recv();
+    });
+    registered.wait();
+    // Let it block (off CPU).
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    (stop_tx, idle)
+}
+
 #[test]
 fn a_writer_alone_in_its_domain_skips_the_barrier() {
     let _serial = serial();
@@ -42,17 +61,7 @@ fn an_idle_registered_reader_costs_one_barrier_per_write() {
     // The paper's lock: one consensus per write, however close.
     D.set_write_heavy_mode(false);
     let lock = rwlock(&D);
-    let (stop_tx, stop_rx) = mpsc::channel::<()>();
-    let registered = Arc::new(Barrier::new(2));
-    let (l, r) = (lock.clone(), registered.clone());
-    let idle = std::thread::spawn(move || {
-        let _ = *l.read();
-        r.wait();
-        let _ = stop_rx.recv();
-    });
-    registered.wait();
-    // Let it block (off CPU).
-    std::thread::sleep(std::time::Duration::from_millis(50));
+    let (stop_tx, idle) = idle_registered_reader(&lock);
     for _ in 0..50 {
         *lock.write() += 1;
     }
@@ -87,16 +96,7 @@ fn back_to_back_writes_beside_an_idle_reader_switch_to_active_reading() {
     let _serial = serial();
     static D: Domain = Domain::new();
     let lock = rwlock(&D);
-    let (stop_tx, stop_rx) = mpsc::channel::<()>();
-    let registered = Arc::new(Barrier::new(2));
-    let (l, r) = (lock.clone(), registered.clone());
-    let idle = std::thread::spawn(move || {
-        let _ = *l.read();
-        r.wait();
-        let _ = stop_rx.recv();
-    });
-    registered.wait();
-    std::thread::sleep(std::time::Duration::from_millis(50));
+    let (stop_tx, idle) = idle_registered_reader(&lock);
     for _ in 0..200 {
         *lock.write() += 1;
     }
