@@ -31,7 +31,6 @@ use core::ptr;
 use crossbeam_utils::CachePadded;
 
 use crate::barrier;
-use crate::policy::DomainSwitch;
 use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
 
 /// Locks one thread can hold in passive mode at once, per domain. A further
@@ -437,10 +436,10 @@ pub struct Domain {
     /// Heavy barriers issued by writers of this domain's locks.
     barriers: AtomicU64,
     /// Whether the domain's locks may switch to active reading
-    /// (`crate::policy`).
-    write_heavy_mode: DomainSwitch,
-    /// Switches of this domain's locks to active reading (a statistic; a
-    /// plain atomic even in loom builds, where nothing reads it).
+    /// (`crate::policy`). Plain atomics even in loom builds: settings and
+    /// statistics, not protocol.
+    write_heavy_mode: core::sync::atomic::AtomicBool,
+    /// Switches of this domain's locks to active reading (a statistic).
     active_mode_entries: core::sync::atomic::AtomicU64,
 }
 
@@ -521,7 +520,7 @@ impl Domain {
                 head: AtomicPtr::new(ptr::null_mut()),
                 records: AtomicUsize::new(0),
                 barriers: AtomicU64::new(0),
-                write_heavy_mode: DomainSwitch::new(),
+                write_heavy_mode: core::sync::atomic::AtomicBool::new(true),
                 active_mode_entries: core::sync::atomic::AtomicU64::new(0),
             }
         }
@@ -536,13 +535,18 @@ impl Domain {
     /// in active mode leaves it at its next write or its readers' next clock
     /// check.
     pub fn set_write_heavy_mode(&self, allowed: bool) {
-        self.write_heavy_mode.set(allowed);
+        // Relaxed: a setting; a write that misses a change behaves as before
+        // it, which is correct either way.
+        self.write_heavy_mode
+            .store(allowed, core::sync::atomic::Ordering::Relaxed);
     }
 
     /// Whether the write-heavy mode is allowed (see
     /// [`set_write_heavy_mode`](Self::set_write_heavy_mode)).
     pub fn write_heavy_mode(&self) -> bool {
-        self.write_heavy_mode.allowed()
+        // Relaxed: as in `set_write_heavy_mode`.
+        self.write_heavy_mode
+            .load(core::sync::atomic::Ordering::Relaxed)
     }
 
     /// Counts a lock's switch to active reading.

@@ -36,9 +36,9 @@
 //! plain atomics that are hints: a stale reading can delay or hasten a
 //! switch, never break the protocol.
 
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use rwlock_core::clock;
+use rwlock_core::clock::now;
 
 /// `N`: after a write that paid a heavy barrier taking `B`, a writer that
 /// arrives within `N × B` switches the lock to active reading (BRAVO's
@@ -95,7 +95,7 @@ impl ModePolicy {
     }
 
     /// A policy for a loom model.
-    #[cfg(loom)]
+    #[cfg(all(loom, test))]
     pub(crate) const fn for_model(model: ModelPolicy) -> Self {
         let mut policy = Self::new();
         policy.model = model;
@@ -185,40 +185,6 @@ impl ModePolicy {
         }
         now >= self.passive_after.load(Ordering::Relaxed)
     }
-}
-
-impl Default for ModePolicy {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-/// Whether a domain's locks may switch to active mode (see
-/// [`Domain::set_write_heavy_mode`](crate::Domain::set_write_heavy_mode)).
-#[derive(Debug)]
-pub(crate) struct DomainSwitch(AtomicBool);
-
-impl DomainSwitch {
-    pub(crate) const fn new() -> Self {
-        DomainSwitch(AtomicBool::new(true))
-    }
-
-    pub(crate) fn allowed(&self) -> bool {
-        // Relaxed: a setting; a write that misses a change behaves as
-        // before it, which is correct either way.
-        self.0.load(Ordering::Relaxed)
-    }
-
-    pub(crate) fn set(&self, allowed: bool) {
-        // Relaxed: as in `allowed`.
-        self.0.store(allowed, Ordering::Relaxed);
-    }
-}
-
-/// The clock the policy reads (constant inside loom models).
-#[inline]
-pub(crate) fn now() -> u64 {
-    clock::now()
 }
 
 #[cfg(all(test, not(loom)))]

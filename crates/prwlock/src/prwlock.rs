@@ -195,12 +195,13 @@
 use core::marker::PhantomData;
 use core::ptr;
 
+use rwlock_core::clock;
 use rwlock_core::restricted::Gate;
 use rwlock_core::wait::{DefaultWait, Waiters};
 
 use crate::barrier::{self, BarrierMode};
 use crate::domain::{self, CONVERTED, Domain, FREE, Record, SLOW_RELEASE};
-use crate::policy::{self, ModePolicy, READER_CLOCK_EVERY};
+use crate::policy::{ModePolicy, READER_CLOCK_EVERY};
 use crate::sync::{AtomicU32, AtomicU64, Ordering, fence, spin_loop};
 
 mod lock_api_impls;
@@ -356,8 +357,8 @@ impl PrwLock {
     }
 
     /// A lock for a loom model with the given write-heavy-mode policy.
-    #[cfg(loom)]
-    pub(crate) fn for_model(model: policy::ModelPolicy) -> Self {
+    #[cfg(all(loom, test))]
+    pub(crate) fn for_model(model: crate::policy::ModelPolicy) -> Self {
         let mut lock = Self::new();
         lock.policy = ModePolicy::for_model(model);
         lock
@@ -386,7 +387,13 @@ impl PrwLock {
     fn id(&self) -> u64 {
         // Relaxed: the id never changes once set; coherence gives every
         // later load of `state` by this thread the same id.
-        let id = self.state.load(Ordering::Relaxed) & ID_MASK;
+        self.id_in(self.state.load(Ordering::Relaxed))
+    }
+
+    /// The id in a loaded `state` word, assigning one if it has none yet.
+    #[inline(always)]
+    fn id_in(&self, word: u64) -> u64 {
+        let id = word & ID_MASK;
         if id != 0 { id } else { self.assign_id() }
     }
 
@@ -483,10 +490,7 @@ impl PrwLock {
         // sticky bit; the passive path checks the mode again after its
         // barrier.
         let word = self.state.load(Ordering::Relaxed);
-        let id = match word & ID_MASK {
-            0 => self.assign_id(),
-            id => id,
-        };
+        let id = self.id_in(word);
         if word & ACTIVE_MODE == 0 {
             let mode = barrier::barrier_mode();
             let reserved =
@@ -542,7 +546,7 @@ impl PrwLock {
     #[cold]
     #[inline(never)]
     fn maybe_leave_active_mode(&self, state: u64) {
-        if self.policy.expired(policy::now()) {
+        if self.policy.expired(clock::now()) {
             // Relaxed: a mode change publishes nothing. Fails if a writer
             // took WRITER meanwhile: the mode is stable under a writer, which
             // may rely on it (see `consensus`).
@@ -794,7 +798,7 @@ impl PrwLock {
             // reads of `active` (Dekker with the active readers' fence) and
             // of the slots (holds taken before the mode began).
             fence(Ordering::SeqCst);
-            if !(self.domain.write_heavy_mode() && self.policy.keep_active(policy::now())) {
+            if !(self.domain.write_heavy_mode() && self.policy.keep_active(clock::now())) {
                 // Relaxed: as the readers' clear; from our release on, new
                 // readers are passive and the next writer runs the paper's
                 // consensus.
@@ -808,7 +812,7 @@ impl PrwLock {
             // like WRITER: a reader that misses it is seen by our scan.
             // Relaxed: ordered by the SeqCst fence below.
             self.state.fetch_or(ACTIVE_MODE, Ordering::Relaxed);
-            self.policy.entered(policy::now());
+            self.policy.entered(clock::now());
             self.domain.count_active_mode_entry();
         }
         let version = self.domain.bump();
@@ -823,7 +827,7 @@ impl PrwLock {
             // helper's targeted consensus where it can).
             self.domain.count_barrier();
             self.domain.heavy_barrier(version, own, false);
-            self.policy.barrier_paid(start, policy::now());
+            self.policy.barrier_paid(start, clock::now());
         }
         self.drain_readers(id, version, own, wait)
     }
@@ -868,7 +872,7 @@ impl PrwLock {
         if self.domain.all_reported(version, own) {
             return Ok(());
         }
-        let start = policy::now();
+        let start = clock::now();
         if !wait || cfg!(loom) {
             return Err(start);
         }
