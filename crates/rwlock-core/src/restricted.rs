@@ -101,9 +101,11 @@
 //! Acquire where the next standby reads it) and the wake-up protocol,
 //! whose re-check runs under parking_lot's bucket lock (the store it tests
 //! precedes the `unpark_filter` on the same key, which takes that lock).
+//! The passive queue's own protocol, and the lost wake-up it once had,
+//! are in `restricted/passive.rs`.
 
 use core::fmt;
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use lock_api::{
@@ -112,6 +114,9 @@ use lock_api::{
 };
 
 use crate::wait;
+
+mod passive;
+use passive::PassiveQueue;
 
 const ACTIVE_MASK: u64 = 0xffff_ffff;
 const ENGAGED: u64 = 1 << 32;
@@ -156,10 +161,8 @@ fn default_limit(reserved: u32) -> u32 {
 pub struct Gate {
     /// `active | ENGAGED | streak` (see the module docs).
     word: AtomicU64,
-    /// Passive tickets served (the standby's ticket).
-    head: AtomicU32,
-    /// Passive tickets handed out.
-    tail: AtomicU32,
+    /// The passive queue (`restricted/passive.rs`).
+    passive: PassiveQueue,
     /// 0: the process's default (the CPUs it may run on, less `reserved`).
     limit: u32,
     /// CPUs the default limit leaves to threads that are not counted
@@ -184,31 +187,36 @@ impl fmt::Debug for Gate {
 }
 
 impl Gate {
-    /// A disengaged gate that admits as many waiters as the process has
-    /// CPUs once engaged.
-    pub const fn new() -> Self {
-        Self::with_limit(0)
-    }
-
-    /// A disengaged gate that admits at most `limit` waiters at a time
-    /// once engaged (0: as many as the process has CPUs), beyond which
-    /// threads whose CPU is shared go passive.
-    pub const fn with_limit(limit: u32) -> Self {
-        Gate {
-            word: AtomicU64::new(0),
-            head: AtomicU32::new(0),
-            tail: AtomicU32::new(0),
-            limit,
-            reserved: 0,
+    crate::loom_const_fn! {
+        /// A disengaged gate that admits as many waiters as the process has
+        /// CPUs once engaged.
+        pub fn new() -> Self {
+            Self::with_limit(0)
         }
     }
 
-    /// [`Restricted`]'s gate: its default limit leaves one CPU to the
-    /// holder, which is not counted (`limit` 0: the CPUs less one).
-    const fn for_restricted(limit: u32) -> Self {
-        let mut gate = Self::with_limit(limit);
-        gate.reserved = 1;
-        gate
+    crate::loom_const_fn! {
+        /// A disengaged gate that admits at most `limit` waiters at a time
+        /// once engaged (0: as many as the process has CPUs), beyond which
+        /// threads whose CPU is shared go passive.
+        pub fn with_limit(limit: u32) -> Self {
+            Gate {
+                word: AtomicU64::new(0),
+                passive: PassiveQueue::new(),
+                limit,
+                reserved: 0,
+            }
+        }
+    }
+
+    crate::loom_const_fn! {
+        /// [`Restricted`]'s gate: its default limit leaves one CPU to the
+        /// holder, which is not counted (`limit` 0: the CPUs less one).
+        fn for_restricted(limit: u32) -> Self {
+            let mut gate = Self::with_limit(limit);
+            gate.reserved = 1;
+            gate
+        }
     }
 
     /// Whether the gate is engaged now (a snapshot).
@@ -225,9 +233,7 @@ impl Gate {
 
     /// Threads waiting in the passive queue now (a snapshot).
     pub fn passive_waiters(&self) -> u32 {
-        // Relaxed: a snapshot.
-        let tail = self.tail.load(Ordering::Relaxed);
-        tail.wrapping_sub(self.head.load(Ordering::Relaxed))
+        self.passive.len()
     }
 
     /// The waiting part of an acquisition, `acquire`, through the gate:
@@ -349,26 +355,7 @@ impl Gate {
     /// `PATIENCE`), then hand the head role to the next ticket.
     #[cold]
     fn admit_passive(&self) {
-        // Relaxed: ticket numbers only; the hand-over below orders.
-        let ticket = self.tail.fetch_add(1, Ordering::Relaxed);
-        let key = &self.head as *const AtomicU32 as usize;
-        // Acquire: pairs with the Release hand-over below.
-        while self.head.load(Ordering::Acquire) != ticket {
-            // The key is an address inside this gate, which outlives its
-            // waiters; the token is our ticket, which `handover` unparks by;
-            // validate (one load) neither panics nor calls into parking_lot.
-            // SAFETY: as just said: a live key, and a validate parking_lot allows.
-            unsafe {
-                parking_lot_core::park(
-                    key,
-                    || self.head.load(Ordering::Relaxed) != ticket,
-                    || {},
-                    |_, _| {},
-                    parking_lot_core::ParkToken(ticket as usize),
-                    None,
-                );
-            }
-        }
+        let ticket = self.passive.join();
         let forced_at = Instant::now() + PATIENCE;
         while !self.try_admit(false) {
             let now = Instant::now();
@@ -379,7 +366,7 @@ impl Gate {
             // Nobody wakes the standby when room appears (module docs).
             std::thread::sleep(POLL.min(forced_at - now));
         }
-        self.handover(ticket, key);
+        self.passive.hand_over(ticket);
     }
 
     /// Admission for a timed acquisition: polls for room like the standby
@@ -401,33 +388,6 @@ impl Gate {
                 return self.try_admit(true);
             }
             std::thread::sleep(POLL.min(forced_at - now).min(deadline - now));
-        }
-    }
-
-    /// Passes the head role from `ticket` to the next ticket and wakes it.
-    fn handover(&self, ticket: u32, key: usize) {
-        let next = ticket.wrapping_add(1);
-        // Release: pairs with the next standby's Acquire load; the store
-        // precedes the unpark, which takes the bucket lock its validate
-        // runs under.
-        self.head.store(next, Ordering::Release);
-        // Relaxed: a snapshot; a ticket taken after it finds `head` equal
-        // to itself without sleeping.
-        if self.tail.load(Ordering::Relaxed) != next {
-            // SAFETY: our own key; the filter and callback do not panic.
-            unsafe {
-                parking_lot_core::unpark_filter(
-                    key,
-                    |token| {
-                        if token.0 == next as usize {
-                            parking_lot_core::FilterOp::Unpark
-                        } else {
-                            parking_lot_core::FilterOp::Skip
-                        }
-                    },
-                    |_| parking_lot_core::DEFAULT_UNPARK_TOKEN,
-                );
-            }
         }
     }
 }
@@ -467,19 +427,23 @@ pub struct Restricted<L> {
 }
 
 impl<L> Restricted<L> {
-    /// `inner` behind a gate that admits one waiter fewer than the process
-    /// has CPUs (at least 1), leaving a CPU to the holder.
-    pub const fn new(inner: L) -> Self {
-        Self::with_limit(inner, 0)
+    crate::loom_const_fn! {
+        /// `inner` behind a gate that admits one waiter fewer than the process
+        /// has CPUs (at least 1), leaving a CPU to the holder.
+        pub fn new(inner: L) -> Self {
+            Self::with_limit(inner, 0)
+        }
     }
 
-    /// `inner` behind a gate that admits at most `limit` waiters at a time
-    /// once engaged (0: one fewer than the process has CPUs, at least 1),
-    /// beyond which threads whose CPU is shared go passive.
-    pub const fn with_limit(inner: L, limit: u32) -> Self {
-        Restricted {
-            gate: GateLine(Gate::for_restricted(limit)),
-            inner,
+    crate::loom_const_fn! {
+        /// `inner` behind a gate that admits at most `limit` waiters at a time
+        /// once engaged (0: one fewer than the process has CPUs, at least 1),
+        /// beyond which threads whose CPU is shared go passive.
+        pub fn with_limit(inner: L, limit: u32) -> Self {
+            Restricted {
+                gate: GateLine(Gate::for_restricted(limit)),
+                inner,
+            }
         }
     }
 
@@ -604,8 +568,12 @@ fn deadline_after(timeout: Duration) -> Option<Instant> {
 // SAFETY: every acquisition and release is `L`'s (the gate only delays a
 // thread before it calls into `L`), so `L`'s exclusion and orderings hold.
 unsafe impl<L: RawRwLock> RawRwLock for Restricted<L> {
+    #[cfg(not(loom))]
     #[allow(clippy::declare_interior_mutable_const)]
     const INIT: Self = Self::new(L::INIT);
+    #[cfg(loom)]
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = panic!("loom atomics have no const constructor: use Restricted::new()");
 
     type SharedGuard = L::SharedGuard;
     type ExclusiveGuard = L::ExclusiveGuard;
@@ -792,8 +760,12 @@ where
 // SAFETY: every acquisition and release is `L`'s (the gate only delays a
 // thread before it calls `L::lock`).
 unsafe impl<M: RawMutex> RawMutex for Restricted<M> {
+    #[cfg(not(loom))]
     #[allow(clippy::declare_interior_mutable_const)]
     const INIT: Self = Self::new(M::INIT);
+    #[cfg(loom)]
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = panic!("loom atomics have no const constructor: use Restricted::new()");
 
     type Guard = M::Guard;
 

@@ -874,14 +874,14 @@ mod model {
 /// condition variable (the sleeping queue).
 #[cfg(loom)]
 #[derive(Debug, Default)]
-struct ModelBucket {
+pub(crate) struct ModelBucket {
     lock: loom::sync::Mutex<()>,
     queue: loom::sync::Condvar,
 }
 
 #[cfg(loom)]
 impl ModelBucket {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         ModelBucket {
             lock: loom::sync::Mutex::new(()),
             queue: loom::sync::Condvar::new(),
@@ -890,14 +890,14 @@ impl ModelBucket {
 
     /// Re-checks `blocked` under the bucket lock and sleeps while it holds
     /// (parking_lot_core's `validate`, then sleep until unparked).
-    fn park_while(&self, mut blocked: impl FnMut() -> bool) {
+    pub(crate) fn park_while(&self, mut blocked: impl FnMut() -> bool) {
         let mut guard = self.lock.lock().unwrap();
         while blocked() {
             guard = self.queue.wait(guard).unwrap();
         }
     }
 
-    fn notify_all(&self) {
+    pub(crate) fn notify_all(&self) {
         let _guard = self.lock.lock().unwrap();
         self.queue.notify_all();
     }
