@@ -49,29 +49,27 @@ where
 /// with the write-heavy mode off (`prwlock::policy`), so every write runs
 /// the version consensus and, for unreported readers, the heavy barrier.
 #[derive(Debug)]
-pub struct PrwPassiveOnly(lock_api::RwLock<prwlock::PrwLock, ()>);
+pub struct PrwPassiveOnly(Raw<prwlock::PrwLock>);
 
 static PASSIVE_ONLY: prwlock::Domain = prwlock::Domain::new();
 
 impl BenchLock for PrwPassiveOnly {
     fn create() -> Self {
         PASSIVE_ONLY.set_write_heavy_mode(false);
-        PrwPassiveOnly(lock_api::RwLock::from_raw(
+        PrwPassiveOnly(Raw(lock_api::RwLock::from_raw(
             prwlock::PrwLock::in_domain(&PASSIVE_ONLY),
             (),
-        ))
+        )))
     }
 
     #[inline]
     fn read<T>(&self, f: impl FnOnce() -> T) -> T {
-        let _guard = self.0.read();
-        f()
+        self.0.read(f)
     }
 
     #[inline]
     fn write<T>(&self, f: impl FnOnce() -> T) -> T {
-        let _guard = self.0.write();
-        f()
+        self.0.write(f)
     }
 }
 
