@@ -107,10 +107,11 @@ impl PassiveQueue {
 
     #[cfg(not(loom))]
     fn park_while_not_served(&self, ticket: u32) {
-        // SAFETY: the key is an address inside this queue, which outlives
-        // its waiters (the lock that holds it does); the token is our
-        // ticket, by which `unpark` picks us; validate is one load, which
-        // neither panics nor calls into parking_lot.
+        // The key is an address inside this queue, which outlives its
+        // waiters (the lock that holds it does); the token is our ticket, by
+        // which `unpark` picks us; validate is one load, which neither
+        // panics nor calls into parking_lot.
+        // SAFETY: as just said: a live key, and a validate parking_lot allows.
         unsafe {
             parking_lot_core::park(
                 self.key(),
