@@ -184,3 +184,34 @@ fn loom_tests_c_rw_wp_one_node() {
         unsafe { s.lock.unlock_shared_token(g) };
     });
 }
+
+/// Three acquisitions of one ticket lock: the only shape in which a waiter
+/// finds more than one ticket ahead of it, and so waits for the queue to
+/// move (`TicketLock::wait_for`'s first loop, a fresh wait per hand-off)
+/// before it waits as the next in line. A hand-off it misses would show up
+/// as a deadlock, an overlap as a causality violation.
+#[test]
+fn loom_tests_ticket_lock_three_in_line() {
+    loom::model(|| {
+        let s = Shared::new(TicketLock::new());
+        let spawn = || {
+            let s = s.clone();
+            thread::spawn(move || {
+                let t = s.lock.acquire();
+                s.bump();
+                // SAFETY: our own acquisition.
+                unsafe { s.lock.release(t) };
+            })
+        };
+        let a = spawn();
+        let b = spawn();
+        let t = s.lock.acquire();
+        s.bump();
+        // SAFETY: our own acquisition.
+        unsafe { s.lock.release(t) };
+        a.join().unwrap();
+        b.join().unwrap();
+        assert_eq!(s.get(), 3);
+        assert!(!s.lock.is_locked());
+    });
+}

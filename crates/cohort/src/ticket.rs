@@ -17,17 +17,21 @@
 //! - `is_locked` is `next != grant`: a pure read. It counts a queued waiter
 //!   as "locked", which is what a writer-preference reader wants to see.
 //!
-//! Waiting goes through [`Waiters`]: spin briefly, yield, then park; the
+//! Waiting goes through [`Waiters`]: spin briefly, yield, then park, where
+//! a waiter further back that has a CPU of its own restarts its backoff at
+//! every hand-off it sees, so it parks only when the queue stops moving, not
+//! because it is long; the
 //! next ticket in line yields far longer before it parks ([`NextInLine`]),
 //! so that a hand-off rarely waits for a futex wake-up (with more threads
 //! than cores that would cost a wake-up per critical section). The release is therefore a SeqCst read-modify-write
 //! followed by [`Waiters::wake_all`] (the waker's half of the parking
 //! protocol). All of a node's parked waiters wake at a release and all but
 //! the new next-in-line go back to sleep; that only happens once waiters
-//! have parked, i.e. under oversubscription.
+//! have parked, i.e. once the queue stalled (a holder not running, or a long
+//! critical section).
 
 use rwlock_core::sync::{AtomicU64, Ordering};
-use rwlock_core::wait::{DefaultWait, WaitPolicy, Waiters};
+use rwlock_core::wait::{DefaultWait, WaitPolicy, Waiters, cpu_shared_lately};
 
 /// How the next ticket in line waits: like the default policy, but with a
 /// long run of yields before it parks, so that a hand-off to a successor
@@ -89,13 +93,38 @@ impl TicketLock {
 
     #[cold]
     fn wait_for(&self, t: u64) {
-        // Park while more than one ticket is ahead of ours; once ours is
-        // next, wait with `NextInLine`: a long run of yields before parking,
-        // so that a hand-off rarely has to wake a sleeping thread. Relaxed
-        // is enough to decide *how* to wait; the Acquire load below decides
-        // *that* we are served. Every release wakes the parked.
-        self.waiters
-            .wait_until::<DefaultWait>(|| t.wrapping_sub(self.grant.load(Ordering::Relaxed)) <= 1);
+        // While more than one ticket is ahead of ours, a waiter with a CPU of
+        // its own waits for the queue to move, with a fresh backoff after
+        // each hand-off: it parks only when no hand-off happened for a whole
+        // spin-and-yield budget (the holder is slow or not running), not
+        // merely because the queue ahead of it is long. With one backoff for
+        // the whole wait, a queue of 15 on 16 cores outlasted the budget,
+        // every waiter parked, and each hand-off then cost a futex wake-up:
+        // 0.24 M ops/s against parking_lot's 7.4 M (`docs/cohort.md`, "Many
+        // cores"). A waiter that shares its CPU (`cpu_shared_lately`: threads
+        // outnumber cores) keeps one backoff for the whole wait, as its
+        // spinning would take the CPU from the threads ahead of it (the
+        // oversubscribed unrestricted lock lost half its throughput when it
+        // restarted too). Inside a loom model the first path is the one
+        // explored. Once ours is next, wait with `NextInLine`: a long run of
+        // yields before parking, so that a hand-off rarely has to wake a
+        // sleeping thread. Relaxed is enough to decide *how* to wait; the
+        // Acquire load below decides *that* we are served. Every release
+        // wakes the parked.
+        loop {
+            let seen = self.grant.load(Ordering::Relaxed);
+            if t.wrapping_sub(seen) <= 1 {
+                break;
+            }
+            if !cfg!(loom) && cpu_shared_lately() {
+                self.waiters.wait_until::<DefaultWait>(|| {
+                    t.wrapping_sub(self.grant.load(Ordering::Relaxed)) <= 1
+                });
+                break;
+            }
+            self.waiters
+                .wait_until::<DefaultWait>(|| self.grant.load(Ordering::Relaxed) != seen);
+        }
         // Acquire: as in `acquire`.
         self.waiters
             .wait_until::<NextInLine>(|| self.grant.load(Ordering::Acquire) == t);

@@ -65,7 +65,10 @@
 //!
 //! # Waiting and footprint
 //!
-//! Queue waits are local ([`Latch`]: spin, yield, park on the node); the queue
+//! Queue waits are local ([`Latch`]: spin, yield, park on the node; a queued
+//! writer with a CPU of its own starts its backoff over while the writers
+//! ahead keep taking and releasing `LOCKED`, so it parks only when the queue
+//! stalls: [`Latch::wait_while_moving`]); the queue
 //! head's wait for `LOCKED` and the writer's wait for departing readers go
 //! through the lock's [`Waiters`]. 48 bytes on 64-bit targets (asserted in a
 //! test), not padded.
@@ -257,7 +260,17 @@ impl<W: WaitPolicy> PfQueue<W> {
             // predecessor's Acquire load of `next`.
             // SAFETY: so `prev` is live.
             unsafe { (*prev).next.store(me, Ordering::Release) };
-            node.latch.wait::<W>();
+            // Writers ahead of us hand `LOCKED` on, each take and release
+            // changing `wstate`: while that keeps happening we do not park
+            // (`Latch::wait_while_moving`). Relaxed: only a hint of progress;
+            // the latch's Acquire decides that we are the head.
+            let mut seen = self.wstate.load(Ordering::Relaxed);
+            node.latch.wait_while_moving::<W>(|| {
+                let now = self.wstate.load(Ordering::Relaxed);
+                let moved = now != seen;
+                seen = now;
+                moved
+            });
         }
         // Head of the queue: the only queued writer competing for LOCKED.
         let phase = loop {

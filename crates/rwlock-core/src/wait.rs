@@ -732,6 +732,32 @@ impl Latch {
         }
     }
 
+    /// Like [`wait`](Self::wait), for a waiter queued behind others whose
+    /// hand-offs it can watch: where the backoff would park, `moved()` is
+    /// asked whether the queue ahead moved since it was last asked, and if
+    /// it did, and this thread has a CPU of its own (not
+    /// [`cpu_shared_lately`]), the backoff starts over instead. The waiter
+    /// then parks only when the queue stalls (a holder that is slow or not
+    /// running), not because many are ahead of it: with one backoff for the
+    /// whole wait, a long queue on many cores outlasts the budget, waiters
+    /// park, and every hand-off costs a futex wake-up. A waiter that shares
+    /// its CPU waits as in `wait` (its spinning would take the CPU from the
+    /// threads ahead). Inside a loom model the CPU counts as its own, so
+    /// the models explore the restart.
+    #[inline]
+    pub fn wait_while_moving<W: WaitPolicy>(&self, mut moved: impl FnMut() -> bool) {
+        let mut backoff = Backoff::<W>::new();
+        while !self.is_open() {
+            if backoff.should_park() && !(cfg!(not(loom)) && cpu_shared_lately()) && moved() {
+                backoff = Backoff::new();
+                continue;
+            }
+            if backoff.snooze() == Snooze::Park {
+                self.park();
+            }
+        }
+    }
+
     /// Like [`wait`](Self::wait), calling `retreat` once where the wait
     /// would leave a CPU that other threads are waiting for (see
     /// [`Waiters::wait_until_or_retreat`]).
