@@ -17,13 +17,13 @@
 //! - `is_locked` is `next != grant`: a pure read. It counts a queued waiter
 //!   as "locked", which is what a writer-preference reader wants to see.
 //!
-//! Waiting goes through [`Waiters`]: spin briefly, yield, then park, where
-//! a waiter further back that has a CPU of its own restarts its backoff at
+//! Waiting goes through [`Waiters`]: spin briefly, yield, then park. A
+//! waiter further back that has a CPU of its own restarts its backoff at
 //! every hand-off it sees, so it parks only when the queue stops moving, not
-//! because it is long; the
-//! next ticket in line yields far longer before it parks ([`NextInLine`]),
-//! so that a hand-off rarely waits for a futex wake-up (with more threads
-//! than cores that would cost a wake-up per critical section). The release is therefore a SeqCst read-modify-write
+//! because it is long. The next ticket in line yields far longer before it
+//! parks ([`NextInLine`]), so that a hand-off rarely waits for a futex
+//! wake-up (with more threads than cores that would cost a wake-up per
+//! critical section). The release is therefore a SeqCst read-modify-write
 //! followed by [`Waiters::wake_all`] (the waker's half of the parking
 //! protocol). All of a node's parked waiters wake at a release and all but
 //! the new next-in-line go back to sleep; that only happens once waiters
@@ -105,8 +105,8 @@ impl TicketLock {
         // outnumber cores) keeps one backoff for the whole wait, as its
         // spinning would take the CPU from the threads ahead of it (the
         // oversubscribed unrestricted lock lost half its throughput when it
-        // restarted too). Inside a loom model the first path is the one
-        // explored. Once ours is next, wait with `NextInLine`: a long run of
+        // restarted too). Inside a loom model the restarting path is the one
+        // explored (`cpu_shared_lately` is always true there). Once ours is next, wait with `NextInLine`: a long run of
         // yields before parking, so that a hand-off rarely has to wake a
         // sleeping thread. Relaxed is enough to decide *how* to wait; the
         // Acquire load below decides *that* we are served. Every release
