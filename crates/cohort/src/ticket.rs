@@ -31,7 +31,7 @@
 //! critical section).
 
 use rwlock_core::sync::{AtomicU64, Ordering};
-use rwlock_core::wait::{DefaultWait, WaitPolicy, Waiters, cpu_shared_lately};
+use rwlock_core::wait::{DefaultWait, WaitPolicy, Waiters, may_restart_when_queue_moves};
 
 /// How the next ticket in line waits: like the default policy, but with a
 /// long run of yields before it parks, so that a hand-off to a successor
@@ -101,22 +101,22 @@ impl TicketLock {
         // the whole wait, a queue of 15 on 16 cores outlasted the budget,
         // every waiter parked, and each hand-off then cost a futex wake-up:
         // 0.24 M ops/s against parking_lot's 7.4 M (`docs/cohort.md`, "Many
-        // cores"). A waiter that shares its CPU (`cpu_shared_lately`: threads
-        // outnumber cores) keeps one backoff for the whole wait, as its
-        // spinning would take the CPU from the threads ahead of it (the
-        // oversubscribed unrestricted lock lost half its throughput when it
-        // restarted too). Inside a loom model the restarting path is the one
-        // explored (`cpu_shared_lately` is always true there). Once ours is next, wait with `NextInLine`: a long run of
-        // yields before parking, so that a hand-off rarely has to wake a
-        // sleeping thread. Relaxed is enough to decide *how* to wait; the
-        // Acquire load below decides *that* we are served. Every release
-        // wakes the parked.
+        // cores"). A waiter that shares its CPU (threads outnumber cores:
+        // `may_restart_when_queue_moves` is false) keeps one backoff for the
+        // whole wait, as its spinning would take the CPU from the threads
+        // ahead of it (the oversubscribed unrestricted lock lost half its
+        // throughput when it restarted too); inside a loom model the
+        // restarting path is the one explored. Once ours is next, wait with
+        // `NextInLine`: a long run of yields before parking, so that a
+        // hand-off rarely has to wake a sleeping thread. Relaxed is enough to
+        // decide *how* to wait; the Acquire load below decides *that* we are
+        // served. Every release wakes the parked.
         loop {
             let seen = self.grant.load(Ordering::Relaxed);
             if t.wrapping_sub(seen) <= 1 {
                 break;
             }
-            if !cfg!(loom) && cpu_shared_lately() {
+            if !may_restart_when_queue_moves() {
                 self.waiters.wait_until::<DefaultWait>(|| {
                     t.wrapping_sub(self.grant.load(Ordering::Relaxed)) <= 1
                 });

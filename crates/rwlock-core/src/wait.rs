@@ -268,6 +268,17 @@ pub fn cpu_shared_lately() -> bool {
     cfg!(loom) || CPU_SHARED.with(|c| c.get() != 0)
 }
 
+/// Whether a waiter queued behind others may start its backoff over when it
+/// sees the queue move, instead of parking ([`Latch::wait_while_moving`],
+/// cohort's ticket lock): only while its CPU is its own (not
+/// [`cpu_shared_lately`]), since its spinning on a shared CPU would take the
+/// CPU from the threads ahead of it. Inside a loom model: always, so that
+/// the models explore the restart.
+#[inline]
+pub fn may_restart_when_queue_moves() -> bool {
+    cfg!(loom) || !cpu_shared_lately()
+}
+
 /// Sets (or clears) this thread's evidence that its CPU is shared, as if
 /// its last measured yield had (or had not for [`SHARED_MEMORY`] yields)
 /// given the CPU away: for tests of what the evidence decides.
@@ -735,8 +746,8 @@ impl Latch {
     /// Like [`wait`](Self::wait), for a waiter queued behind others whose
     /// hand-offs it can watch: where the backoff would park, `moved()` is
     /// asked whether the queue ahead moved since it was last asked, and if
-    /// it did, and this thread has a CPU of its own (not
-    /// [`cpu_shared_lately`]), the backoff starts over instead. The waiter
+    /// it did, and this thread has a CPU of its own
+    /// ([`may_restart_when_queue_moves`]), the backoff starts over instead. The waiter
     /// then parks only when the queue stalls (a holder that is slow or not
     /// running), not because many are ahead of it: with one backoff for the
     /// whole wait, a long queue on many cores outlasts the budget, waiters
@@ -748,7 +759,7 @@ impl Latch {
     pub fn wait_while_moving<W: WaitPolicy>(&self, mut moved: impl FnMut() -> bool) {
         let mut backoff = Backoff::<W>::new();
         while !self.is_open() {
-            if backoff.should_park() && !(cfg!(not(loom)) && cpu_shared_lately()) && moved() {
+            if backoff.should_park() && may_restart_when_queue_moves() && moved() {
                 backoff = Backoff::new();
                 continue;
             }
