@@ -468,6 +468,14 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
     /// atomics, the clock, `Instant::now` and sleeps. Should that ever
     /// change, [`Revoking`]'s `Drop` puts the biased word back instead of
     /// leaving `REVOKING` set, which would wedge every later writer.
+    ///
+    /// Out of line: a revocation fences and scans the table, so the call
+    /// costs nothing beside it, while inlined into the writer's loop its
+    /// registers pushed the caller's loop state onto the stack, a store
+    /// between `L`'s locked acquire and release (`docs/bravo.md`, "No
+    /// store between `L`'s locked instructions").
+    #[cold]
+    #[inline(never)]
     fn revoke(&self, patience: Patience) -> bool {
         loop {
             // Acquire: pairs with the Release store that ends a revocation

@@ -109,9 +109,18 @@ fn count_down(h: &Hints) -> bool {
 }
 
 /// Records the lock this thread last saw unbiased (0: none).
+///
+/// Stores only on a change: a write acquisition calls this every time, and
+/// a store between `L`'s locked acquire and release is one more entry the
+/// release's locked instruction must drain (`docs/bravo.md`, "No store
+/// between `L`'s locked instructions").
 #[inline]
 pub(super) fn set_unbiased(lock: usize) {
-    let _ = HINTS.try_with(|h| h.unbiased.set(lock));
+    let _ = HINTS.try_with(|h| {
+        if h.unbiased.get() != lock {
+            h.unbiased.set(lock);
+        }
+    });
 }
 
 /// Whether this slow read should consult the clock (see
