@@ -287,10 +287,12 @@ pub(crate) fn set_cpu_shared(shared: bool) {
     CPU_SHARED.with(|c| c.set(if shared { SHARED_MEMORY } else { 0 }));
 }
 
-/// Yields, and remembers for [`cpu_shared_lately`] whether another thread
-/// ran on this CPU meanwhile.
+/// Yields, remembers for [`cpu_shared_lately`] whether another thread
+/// ran on this CPU meanwhile, and says whether one did: for code that
+/// gives its CPU away for as long as that helps someone (`prwlock::rcu`'s
+/// readers while a synchronizer waits for a descheduled one).
 #[cold]
-fn yield_measured() {
+pub fn yield_measured() -> bool {
     let left = yield_switched();
     CPU_SHARED.with(|c| {
         c.set(if left {
@@ -299,6 +301,7 @@ fn yield_measured() {
             c.get().saturating_sub(1)
         })
     });
+    left
 }
 
 /// Yields, and says whether another thread ran on this CPU meanwhile.
