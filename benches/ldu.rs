@@ -4,6 +4,7 @@
 //! ```text
 //! cargo bench --bench ldu                      # defaults: about 30 s
 //! cargo bench --bench ldu -- --threads 1,2,4,8 --reads 0,1,10 --keys 4096 --reps 7
+//! cargo bench --bench ldu -- --sets ldu --threads 4 --reads 1,10   # LDU and the mutex only
 //! ```
 //!
 //! T threads loop for a fixed interval over a universe of `--keys` keys (half
@@ -46,6 +47,8 @@ options (lists are comma-separated):
   --keys N           key universe (default 4096)
   --duration-ms N    measurement interval of one run (default 200)
   --reps N           runs per point, median reported (default 5)
+  --sets LIST        columns to run, by their printed names (default all;
+                     Mutex<BTreeSet> always runs: the ratios are to it)
 ";
 
 /// A set under test; `finish` runs inside the measured interval.
@@ -114,13 +117,10 @@ impl<R: lock_api::RawRwLock + Send + Sync + 'static> SharedSet for LduSet<R> {
     }
 }
 
-const SETS: [&str; 5] = [
-    "ldu",
-    "Mutex<BTreeSet>",
-    "RwLock<BTreeSet>",
-    "SkipSet",
-    "ldu over PF-T",
-];
+/// The set every ratio is against.
+const MUTEX: &str = "Mutex<BTreeSet>";
+
+const SETS: [&str; 5] = ["ldu", MUTEX, "RwLock<BTreeSet>", "SkipSet", "ldu over PF-T"];
 
 fn make_ldu<R: lock_api::RawRwLock + Send + Sync + 'static>(keys: usize) -> Arc<dyn SharedSet> {
     let s = LduSet::<R> {
@@ -141,7 +141,7 @@ fn make(name: &str, keys: usize) -> Arc<dyn SharedSet> {
     match name {
         "ldu" => make_ldu::<parking_lot::RawRwLock>(keys),
         "ldu over PF-T" => make_ldu::<rwlock_core::PfTicket>(keys),
-        "Mutex<BTreeSet>" => Arc::new(MutexSet(Mutex::new(start.collect()))),
+        MUTEX => Arc::new(MutexSet(Mutex::new(start.collect()))),
         "RwLock<BTreeSet>" => Arc::new(RwLockSet(RwLock::new(start.collect()))),
         "SkipSet" => Arc::new(Skip(start.collect())),
         _ => unreachable!(),
@@ -200,6 +200,7 @@ fn main() -> ExitCode {
     let mut keys = 4096usize;
     let mut duration = Duration::from_millis(200);
     let mut reps = 5usize;
+    let mut sets: Vec<&str> = SETS.to_vec();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -214,6 +215,17 @@ fn main() -> ExitCode {
                         Duration::from_millis(value()?.parse().map_err(|_| "bad --duration-ms")?)
                 }
                 "--reps" => reps = value()?.parse().map_err(|_| "bad --reps")?,
+                "--sets" => {
+                    let wanted = value()?;
+                    let wanted: Vec<&str> = wanted.split(',').map(str::trim).collect();
+                    if let Some(bad) = wanted.iter().find(|w| !SETS.contains(w)) {
+                        return Err(format!("unknown set {bad:?} (sets: {})", SETS.join(", ")));
+                    }
+                    sets = SETS
+                        .into_iter()
+                        .filter(|s| *s == MUTEX || wanted.contains(s))
+                        .collect();
+                }
                 "--help" | "-h" => {
                     print!("{HELP}");
                     std::process::exit(0);
@@ -246,21 +258,22 @@ fn main() -> ExitCode {
     );
     println!("throughput in M ops/s (ratio to Mutex<BTreeSet> in the same run)\n");
     print!("{:>7} {:>7}", "reads%", "threads");
-    for s in SETS {
+    for s in &sets {
         print!(" {s:>24}");
     }
     println!();
     let mut acceptance = None;
     for &r in &reads {
         for &t in &threads {
-            let mut samples: Vec<Vec<f64>> = vec![Vec::new(); SETS.len()];
+            let mut samples: Vec<Vec<f64>> = vec![Vec::new(); sets.len()];
             for _ in 0..reps {
-                for (i, name) in SETS.iter().enumerate() {
+                for (i, name) in sets.iter().enumerate() {
                     samples[i].push(run(make(name, keys), t, r, keys, duration));
                 }
             }
             let medians: Vec<f64> = samples.into_iter().map(median).collect();
-            let base = medians[1];
+            let median_of = |name: &str| sets.iter().position(|s| *s == name).map(|i| medians[i]);
+            let base = median_of(MUTEX).expect("Mutex<BTreeSet> always runs");
             print!("{r:>7} {t:>7}");
             for m in &medians {
                 let cell = format!("{:.2} ({:.2}x)", m / 1e6, m / base);
@@ -268,7 +281,7 @@ fn main() -> ExitCode {
             }
             println!();
             if r == 0.0 && t == 2 {
-                acceptance = Some(medians[0] / base);
+                acceptance = median_of("ldu").map(|ldu| ldu / base);
             }
         }
     }

@@ -73,6 +73,30 @@
 //! items never wait for each other, but they are not lock-free in the
 //! strict sense. `synchronize` takes the write lock and never waits for an
 //! updater. A read is never blocked by a preempted updater.
+//!
+//! # Waiting for the write lock
+//!
+//! While updates are pending every read drains the log under the write
+//! lock, so readers queue for that lock. With more threads than CPUs a
+//! waiter that spins or yields takes the CPU from the holder and from the
+//! updaters: over parking_lot's lock, whose waiters yield several times
+//! before they park, 4 threads on 2 cores at 10 % reads made 560,000
+//! `sched_yield` calls a second, about one per read (`docs/ldu.md`). So a
+//! drain that finds the lock taken waits through a GCR gate
+//! ([`Gate`]; Dice & Kogan, arXiv
+//! 1905.10818), as the workspace's own locks do (`rwlock_core::restricted`):
+//!
+//! - disengaged (the rule while every thread has a CPU), the wait is `R`'s
+//!   own; one such wait in eight of each thread first spins
+//!   briefly, then makes one measured yield, and a yield that gave the CPU
+//!   to another thread engages the gate;
+//! - engaged, at most one waiter fewer than the CPUs waits inside `R`;
+//!   waiters whose CPU is shared sleep in the gate's FIFO queue beyond that,
+//!   and the queue's head polls for room, forcing its way in after 1 ms.
+//!
+//! The gate only schedules: every acquisition and release is `R`'s, so it
+//! adds no ordering, and inside a loom model it calls `R` directly. Updates
+//! never meet it.
 
 use core::fmt;
 use core::marker::PhantomData;
@@ -80,9 +104,11 @@ use core::mem;
 use core::sync::atomic::AtomicUsize as PlainAtomicUsize;
 
 use crossbeam_utils::CachePadded;
-use lock_api::{RawRwLock, RwLock};
+use lock_api::{RawRwLock, RwLock, RwLockWriteGuard};
+use rwlock_core::restricted::Gate;
+use rwlock_core::sync::spin_loop;
 use rwlock_core::sync::{Arc, AtomicUsize, Ordering};
-use rwlock_core::wait::{DefaultWait, spin_until};
+use rwlock_core::wait::{self, DefaultWait, spin_until};
 
 use crate::tracked::{MEMBER, Op, Tracked, exist, mark, taken, used};
 
@@ -157,6 +183,29 @@ struct Inner<S> {
     totals: SyncStats,
 }
 
+/// Rounds of exponential spinning (`2^k` spin hints in round `k`) before a
+/// measured yield: about as long as parking_lot's own spin before it yields.
+const SPIN_ROUNDS: u32 = 4;
+
+/// One contended write acquisition in this many, per thread, measures a
+/// yield (two `getrusage` calls beside the `sched_yield`).
+const MEASURE_EVERY: u32 = 8;
+
+/// Whether this contended wait of the calling thread measures a yield
+/// (never inside a loom model: the gate does nothing there).
+#[inline]
+fn measure_this_wait() -> bool {
+    std::thread_local! {
+        static WAITS: core::cell::Cell<u32> = const { core::cell::Cell::new(0) };
+    }
+    !cfg!(loom)
+        && WAITS.with(|w| {
+            let n = w.get().wrapping_add(1);
+            w.set(n);
+            n % MEASURE_EVERY == 1
+        })
+}
+
 /// Log ids: every log gets a fresh one, never reused (0 means "none").
 static NEXT_LOG_ID: PlainAtomicUsize = PlainAtomicUsize::new(1);
 
@@ -183,6 +232,9 @@ fn next_log_id() -> usize {
 /// for the other readers' batches. Measured on 2 cores (`docs/ldu.md`,
 /// "Reads"): at 10 % reads and 2 threads, 1.28× `Mutex<BTreeSet>` over
 /// parking_lot's lock against 0.88× over the phase-fair ticket lock.
+/// Where threads outnumber CPUs, the threads waiting for the write lock are
+/// restricted by a gate in the log (module docs, "Waiting for the write
+/// lock"), whatever `R` is.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -208,6 +260,10 @@ pub struct Ldu<S: Target, R: RawRwLock = parking_lot::RawRwLock> {
     /// This log's id, bound into every item it updates.
     id: usize,
     inner: RwLock<R, Inner<S>>,
+    /// Restricts the threads waiting for the write lock (module docs,
+    /// "Waiting for the write lock"). On a line of its own: admissions
+    /// write it while the lock's line is being handed over.
+    gate: CachePadded<Gate>,
     /// The log owns `Arc<Tracked<S::Item>>` strong counts through `head`.
     _items: PhantomData<Arc<Tracked<S::Item>>>,
 }
@@ -242,6 +298,7 @@ impl<S: Target, R: RawRwLock> Ldu<S, R> {
                     totals: SyncStats::default(),
                 },
             ),
+            gate: CachePadded::new(Gate::leaving_a_cpu_to_the_holder()),
             _items: PhantomData,
         }
     }
@@ -413,8 +470,47 @@ impl<S: Target, R: RawRwLock> Ldu<S, R> {
         if self.head.load(Ordering::Acquire) == 0 {
             return SyncStats::default();
         }
-        let mut inner = self.inner.write();
+        let mut inner = self.write();
         self.drain(&mut inner)
+    }
+
+    /// The write lock, for a drain: `R`'s try, else
+    /// [`write_contended`](Self::write_contended).
+    #[inline]
+    fn write(&self) -> RwLockWriteGuard<'_, R, Inner<S>> {
+        match self.inner.try_write() {
+            Some(g) => g,
+            None => self.write_contended(),
+        }
+    }
+
+    /// Waits for the write lock through the gate (module docs, "Waiting
+    /// for the write lock"): `R`'s own blocking acquisition, after a short
+    /// spin and one measured yield in every [`MEASURE_EVERY`]-th such wait
+    /// of a thread (a yield that gave the CPU to another thread engages the
+    /// gate).
+    #[cold]
+    fn write_contended(&self) -> RwLockWriteGuard<'_, R, Inner<S>> {
+        self.gate.wait(|| {
+            if measure_this_wait() {
+                for round in 0..SPIN_ROUNDS {
+                    for _ in 0..1u32 << round {
+                        spin_loop();
+                    }
+                    // Test before the try: a failing try is still a write
+                    // of the lock's line, which would slow the release.
+                    if !self.inner.is_locked()
+                        && let Some(g) = self.inner.try_write()
+                    {
+                        return g;
+                    }
+                }
+                if wait::yield_measured() {
+                    wait::note_deep_wait();
+                }
+            }
+            self.inner.write()
+        })
     }
 
     /// Synchronizes, then runs `f` on the target: under the shared lock when
@@ -433,7 +529,7 @@ impl<S: Target, R: RawRwLock> Ldu<S, R> {
         // took entries linked before this call may still be applying them,
         // but it holds the write lock, so the read lock below waits for it.
         if self.head.load(Ordering::Acquire) != 0 {
-            let mut inner = self.inner.write();
+            let mut inner = self.write();
             self.drain(&mut inner);
             return f(&inner.target);
         }
@@ -453,10 +549,10 @@ impl<S: Target, R: RawRwLock> Ldu<S, R> {
         // The log is now empty (synchronize took everything, and nobody can
         // push: `self` is owned), so skipping `Drop` leaves no strong count.
         let this = mem::ManuallyDrop::new(self);
-        // `inner` is moved out exactly once and `this` is never used or
-        // dropped again; the other fields own nothing (`head` is 0).
-        // SAFETY: a single move out of a field of a never-dropped value.
-        let inner = unsafe { core::ptr::read(&this.inner) };
+        // `inner` and `gate` are moved out exactly once and `this` is never
+        // used or dropped again; the other fields own nothing (`head` is 0).
+        // SAFETY: single moves out of fields of a never-dropped value.
+        let (inner, _gate) = unsafe { (core::ptr::read(&this.inner), core::ptr::read(&this.gate)) };
         inner.into_inner().target
     }
 
@@ -848,6 +944,74 @@ mod tests {
         // work as usual.
         log.logical_remove(&items[3]);
         assert_eq!(log.read(|t| t.set.len()), 3);
+    }
+
+    /// A drain that waits for the write lock, and whose measured yield
+    /// gives its CPU to another thread, engages the gate. The waiting
+    /// reader is pinned to one CPU beside a busy thread, so that its yield
+    /// has someone to run. The scheduler may still run the yielding thread
+    /// again at once (Linux's EEVDF does when the other thread has had
+    /// more than its share, as a thread that never sleeps has), so the
+    /// busy thread sleeps between bursts, and the test tries up to 1000
+    /// times, each with a fresh reader (1 or 2 tries in ten runs here).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_wait_that_yields_its_cpu_engages_the_gate() {
+        fn pin_to(cpu: usize) {
+            // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET writes
+            // within it; sched_setaffinity(0, ...) pins the calling thread.
+            unsafe {
+                let mut set: libc::cpu_set_t = mem::zeroed();
+                libc::CPU_SET(cpu, &mut set);
+                assert_eq!(
+                    libc::sched_setaffinity(0, mem::size_of::<libc::cpu_set_t>(), &set),
+                    0
+                );
+            }
+        }
+        // SAFETY: sched_getcpu has no preconditions.
+        let cpu = usize::try_from(unsafe { libc::sched_getcpu() }).unwrap_or(0);
+        let log: Ldu<OrderedSet<u32>> = Ldu::default();
+        let it = item(1);
+        let stop = core::sync::atomic::AtomicBool::new(false);
+        let tries = std::thread::scope(|s| {
+            s.spawn(|| {
+                pin_to(cpu);
+                // Short bursts: a thread that sleeps now and then stays
+                // eligible to run in the scheduler's eyes.
+                while !stop.load(O::Relaxed) {
+                    let burst = std::time::Instant::now();
+                    while burst.elapsed() < std::time::Duration::from_micros(200) {
+                        core::hint::spin_loop();
+                    }
+                    std::thread::sleep(std::time::Duration::from_micros(50));
+                }
+            });
+            let mut tries = 0;
+            while tries < 1000 && !log.gate.is_engaged() {
+                tries += 1;
+                // Something pending, so that the read drains.
+                if log.logical_insert(&it) == Update::Unchanged {
+                    log.logical_remove(&it);
+                }
+                let held = log.inner.write();
+                let reader = s.spawn(|| {
+                    pin_to(cpu);
+                    // A fresh thread: its first contended wait measures a
+                    // yield.
+                    log.read(|set| set.len())
+                });
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                drop(held);
+                reader.join().unwrap();
+            }
+            stop.store(true, O::Relaxed);
+            tries
+        });
+        assert!(
+            log.gate.is_engaged(),
+            "{tries} waits that gave their CPU away did not engage the gate"
+        );
     }
 
     #[test]

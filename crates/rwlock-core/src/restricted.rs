@@ -210,6 +210,17 @@ impl Gate {
     }
 
     crate::loom_const_fn! {
+        /// A disengaged gate for the wait of a lock's acquisition whose
+        /// holder is not counted, as in [`Restricted`]: once engaged it
+        /// admits one waiter fewer than the process has CPUs (at least 1),
+        /// leaving a CPU to the holder. The `ldu` crate puts one in front
+        /// of its log's write lock.
+        pub fn leaving_a_cpu_to_the_holder() -> Self {
+            Self::for_restricted(0)
+        }
+    }
+
+    crate::loom_const_fn! {
         /// [`Restricted`]'s gate: its default limit leaves one CPU to the
         /// holder, which is not counted (`limit` 0: the CPUs less one).
         fn for_restricted(limit: u32) -> Self {
@@ -998,6 +1009,10 @@ mod tests {
         let restricted = Pft::INIT;
         assert_eq!(restricted.gate().limit(), (cpus - 1).max(1));
         assert_eq!(Gate::new().limit(), cpus);
+        assert_eq!(
+            Gate::leaving_a_cpu_to_the_holder().limit(),
+            (cpus - 1).max(1)
+        );
         assert_eq!(
             Restricted::with_limit(PfTicket::<crate::wait::DefaultWait>::new(), 3)
                 .gate()
