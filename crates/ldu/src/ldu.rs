@@ -200,9 +200,11 @@ fn measure_this_wait() -> bool {
     }
     !cfg!(loom)
         && WAITS.with(|w| {
-            let n = w.get().wrapping_add(1);
-            w.set(n);
-            n % MEASURE_EVERY == 1
+            // The first wait of a thread measures, then every
+            // MEASURE_EVERY-th.
+            let n = w.get();
+            w.set(n.wrapping_add(1));
+            n % MEASURE_EVERY == 0
         })
 }
 
