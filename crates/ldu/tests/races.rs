@@ -143,7 +143,7 @@ impl ldu::Ranged for Mapping {
 }
 
 /// 1, 2, 8 and 64 threads (up to 32 times this machine's cores, where the
-/// log's gate on its write lock engages) map and unmap ranges of one "file"
+/// log's gate on its write lock can engage) map and unmap ranges of one "file"
 /// while readers ask which mappings cover a page; every answer must be
 /// right for the snapshot it was taken from, and the final set must be
 /// exactly the mappings left mapped.
