@@ -290,7 +290,10 @@ pub(crate) fn set_cpu_shared(shared: bool) {
 /// Yields, remembers for [`cpu_shared_lately`] whether another thread
 /// ran on this CPU meanwhile, and says whether one did: for code that
 /// gives its CPU away for as long as that helps someone (`prwlock::rcu`'s
-/// readers while a synchronizer waits for a descheduled one).
+/// readers while a synchronizer waits for a descheduled one), or that
+/// waits by other means than [`Backoff`] and wants the same evidence
+/// (`ldu`'s drains, which then call [`note_deep_wait`] to engage their
+/// gate).
 #[cold]
 pub fn yield_measured() -> bool {
     let left = yield_switched();
