@@ -18,8 +18,9 @@
 //! **Robust by default.** The reader-writer aliases above and [`Mutex`]
 //! put their writer mutex behind [`Restricted`] (GCR concurrency
 //! restriction, `rwlock_core::restricted`): once a waiter has had to yield,
-//! at most one fewer threads than the process has CPUs wait for the mutex
-//! (the holder runs on the last), and the rest, if their CPU is shared,
+//! at most one fewer threads than the process has CPUs (and at most
+//! `rwlock_core::restricted::DEFAULT_LIMIT_MAX`) wait for the mutex
+//! (the holder runs on another), and the rest, if their CPU is shared,
 //! sleep in a FIFO queue and are promoted within a millisecond each.
 //! A FIFO cohort hand-off then goes to a thread that runs instead of one
 //! that is descheduled (without it C-RW-NP falls to 0.01× its 2-thread

@@ -99,7 +99,8 @@
 //! mutex, then the consensus: a writer costs a consensus anyway, so one
 //! more load is nothing, and a writer waiting for readers counts as
 //! active). Once such a wait has had to yield, at most as many threads as
-//! the process has CPUs wait at a time; the rest, if their CPU is shared
+//! the process has CPUs (and at most
+//! `rwlock_core::restricted::DEFAULT_LIMIT_MAX`) wait at a time; the rest, if their CPU is shared
 //! (their yields gave it away), sleep in the gate's FIFO queue and are
 //! promoted within a millisecond each, and `PASS` goes to
 //! writers that run. The read fast path never touches the gate.

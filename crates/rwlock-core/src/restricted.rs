@@ -59,10 +59,20 @@
 //! is where the throughput comes from); the forced promotions bound the
 //! bypass.
 //!
+//! # The limit
+//!
 //! `limit` is the number of CPUs the process may run on
 //! ([`std::thread::available_parallelism`], which honours affinity masks
-//! and cgroup quotas) less one, at least 1, unless a lock is built with
-//! [`Restricted::with_limit`]. The holder of `L` is not counted (it left
+//! and cgroup quotas) less one, at least 1 and at most
+//! [`DEFAULT_LIMIT_MAX`] (4), unless a lock is built with
+//! [`Restricted::with_limit`]. The cap is Malthusian locks' rule (Dice,
+//! arXiv 1511.06035): no more threads circulate than it takes to keep
+//! the lock saturated. Without it, on 16 CPUs, 15 writers waited inside a
+//! FIFO lock at once, and at 24 to 128 threads the cohort mutex and
+//! C-RW-NP kept 0.04 to 0.09 of parking_lot, PF-T 0.13 to 0.17; capped at
+//! 4 (at 1 and 2 likewise) they ran about 3 to 7 times faster
+//! (`docs/restriction.md`, "A cap on the limit"). Up to 5 CPUs the cap
+//! changes nothing. The holder of `L` is not counted (it left
 //! the active set when it acquired), so the CPU left over is the one it
 //! runs on: holder and admitted waiters together fit the CPUs, and a
 //! hand-off inside `L` goes to a waiter that has a CPU. With `limit`
@@ -70,8 +80,9 @@
 //! CPUs), 1 to 10% of a writer's acquisitions of the cohort mutex took
 //! about 10 µs, nearly all of them a yield that gave its CPU away
 //! (`docs/restriction.md`). A bare [`Gate`], whose user counts a whole
-//! slow path (prwlock), admits as many waiters as there are CPUs: one
-//! fewer cost prwlock 0.6 to 0.7× at 2 threads.
+//! slow path (prwlock), admits as many waiters as there are CPUs (also at
+//! most [`DEFAULT_LIMIT_MAX`]): one fewer cost prwlock 0.6 to 0.7× at 2
+//! threads.
 //!
 //! # Guarantees
 //!
@@ -136,10 +147,20 @@ pub const POLL: Duration = Duration::from_micros(100);
 /// forces its way in (GCR's periodic promotion: long-term fairness).
 pub const PATIENCE: Duration = Duration::from_millis(1);
 
-/// The process's default limit: the CPUs it may run on, less `reserved`
-/// (at least 1).
+/// The most waiters a default limit admits, however many CPUs there are
+/// (module docs, "The limit"): enough to keep the lock saturated, few
+/// enough that a hand-off on many cores stays among a handful of lines.
+pub const DEFAULT_LIMIT_MAX: u32 = 4;
+
+/// The process's default limit (see [`default_limit_for`]).
 fn default_limit(reserved: u32) -> u32 {
-    wait::running_cpus().saturating_sub(reserved).max(1)
+    default_limit_for(wait::running_cpus(), reserved)
+}
+
+/// The default limit with `cpus` CPUs: the CPUs less `reserved`, at least
+/// 1 and at most [`DEFAULT_LIMIT_MAX`].
+fn default_limit_for(cpus: u32, reserved: u32) -> u32 {
+    cpus.saturating_sub(reserved).clamp(1, DEFAULT_LIMIT_MAX)
 }
 
 /// The admission gate: what [`Restricted`] puts in front of a lock, for a
@@ -189,7 +210,7 @@ impl fmt::Debug for Gate {
 impl Gate {
     crate::loom_const_fn! {
         /// A disengaged gate that admits as many waiters as the process has
-        /// CPUs once engaged.
+        /// CPUs once engaged (at most [`DEFAULT_LIMIT_MAX`]).
         pub fn new() -> Self {
             Self::with_limit(0)
         }
@@ -197,7 +218,8 @@ impl Gate {
 
     crate::loom_const_fn! {
         /// A disengaged gate that admits at most `limit` waiters at a time
-        /// once engaged (0: as many as the process has CPUs), beyond which
+        /// once engaged (0: as many as the process has CPUs, at most
+        /// [`DEFAULT_LIMIT_MAX`]), beyond which
         /// threads whose CPU is shared go passive.
         pub fn with_limit(limit: u32) -> Self {
             Gate {
@@ -212,7 +234,8 @@ impl Gate {
     crate::loom_const_fn! {
         /// A disengaged gate for the wait of a lock's acquisition whose
         /// holder is not counted, as in [`Restricted`]: once engaged it
-        /// admits one waiter fewer than the process has CPUs (at least 1),
+        /// admits one waiter fewer than the process has CPUs (at least 1, at
+        /// most [`DEFAULT_LIMIT_MAX`]),
         /// leaving a CPU to the holder. The `ldu` crate puts one in front
         /// of its log's write lock.
         pub fn leaving_a_cpu_to_the_holder() -> Self {
@@ -222,7 +245,8 @@ impl Gate {
 
     crate::loom_const_fn! {
         /// [`Restricted`]'s gate: its default limit leaves one CPU to the
-        /// holder, which is not counted (`limit` 0: the CPUs less one).
+        /// holder, which is not counted (`limit` 0: the CPUs less one, at
+        /// most [`DEFAULT_LIMIT_MAX`]).
         fn for_restricted(limit: u32) -> Self {
             let mut gate = Self::with_limit(limit);
             gate.reserved = 1;
@@ -440,7 +464,8 @@ pub struct Restricted<L> {
 impl<L> Restricted<L> {
     crate::loom_const_fn! {
         /// `inner` behind a gate that admits one waiter fewer than the process
-        /// has CPUs (at least 1), leaving a CPU to the holder.
+        /// has CPUs (at least 1, at most [`DEFAULT_LIMIT_MAX`]), leaving a
+        /// CPU to the holder.
         pub fn new(inner: L) -> Self {
             Self::with_limit(inner, 0)
         }
@@ -448,7 +473,8 @@ impl<L> Restricted<L> {
 
     crate::loom_const_fn! {
         /// `inner` behind a gate that admits at most `limit` waiters at a time
-        /// once engaged (0: one fewer than the process has CPUs, at least 1),
+        /// once engaged (0: one fewer than the process has CPUs, at least 1
+        /// and at most [`DEFAULT_LIMIT_MAX`]),
         /// beyond which threads whose CPU is shared go passive.
         pub fn with_limit(inner: L, limit: u32) -> Self {
             Restricted {
@@ -1002,17 +1028,35 @@ mod tests {
 
     /// The default limit leaves a CPU to the holder (which is not counted),
     /// while a bare [`Gate`] (whose users count their whole slow path)
-    /// admits as many waiters as there are CPUs.
+    /// admits as many waiters as there are CPUs; both at most
+    /// [`DEFAULT_LIMIT_MAX`].
     #[test]
     fn default_limits() {
-        let cpus = u64::from(crate::wait::running_cpus());
+        let cpus = crate::wait::running_cpus();
         let restricted = Pft::INIT;
-        assert_eq!(restricted.gate().limit(), (cpus - 1).max(1));
-        assert_eq!(Gate::new().limit(), cpus);
-        assert_eq!(
-            Gate::leaving_a_cpu_to_the_holder().limit(),
-            (cpus - 1).max(1)
-        );
+        let leaving_one = u64::from(default_limit_for(cpus, 1));
+        assert_eq!(restricted.gate().limit(), leaving_one);
+        assert_eq!(Gate::new().limit(), u64::from(default_limit_for(cpus, 0)));
+        assert_eq!(Gate::leaving_a_cpu_to_the_holder().limit(), leaving_one);
+        // Every machine size, by the same function.
+        for (cpus, reserved, limit) in [
+            (1, 1, 1),
+            (2, 1, 1),
+            (2, 0, 2),
+            (4, 1, 3),
+            (4, 0, 4),
+            (5, 1, 4),
+            (16, 1, DEFAULT_LIMIT_MAX),
+            (16, 0, DEFAULT_LIMIT_MAX),
+            (256, 1, DEFAULT_LIMIT_MAX),
+            (0, 1, 1),
+        ] {
+            assert_eq!(
+                default_limit_for(cpus, reserved),
+                limit,
+                "{cpus} CPUs, {reserved} reserved"
+            );
+        }
         assert_eq!(
             Restricted::with_limit(PfTicket::<crate::wait::DefaultWait>::new(), 3)
                 .gate()
