@@ -71,8 +71,8 @@
 //! FIFO lock at once, and at 24 to 128 threads the cohort mutex and
 //! C-RW-NP kept 0.04 to 0.09 of parking_lot, PF-T 0.13 to 0.17; capped at
 //! 4 (at 1 and 2 likewise) they ran about 3 to 7 times faster
-//! (`docs/restriction.md`, "A cap on the limit"). Up to 5 CPUs the cap
-//! changes nothing. The holder of `L` is not counted (it left
+//! (`docs/restriction.md`, "A cap on the limit"). Up to 5 CPUs (4 for a
+//! bare [`Gate`]) the cap changes nothing. The holder of `L` is not counted (it left
 //! the active set when it acquired), so the CPU left over is the one it
 //! runs on: holder and admitted waiters together fit the CPUs, and a
 //! hand-off inside `L` goes to a waiter that has a CPU. With `limit`
