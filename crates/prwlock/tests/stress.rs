@@ -4,8 +4,8 @@
 //! passive slots, and oversubscription.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use lock_api::{RawRwLock, RawRwLockDowngrade};
 use prwlock::{BarrierMode, Domain, PASSIVE_SLOTS, PrwLock};
@@ -139,14 +139,23 @@ fn readers_and_writers_across_two_domains() {
         AtomicUsize::new(0),
     ]);
     let stop = Arc::new(AtomicBool::new(false));
-    // Reads done so far, all readers together: the writer goes on until
-    // readers have run beside it (on a loaded machine its first 3000
-    // writes can all finish before any reader is scheduled).
-    let reads_done = Arc::new(AtomicU64::new(0));
+    // Stops the readers however the test ends: a failed assertion must not
+    // leave them spinning beside the binary's other tests.
+    struct StopOnDrop(Arc<AtomicBool>);
+    impl Drop for StopOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    let _stop_on_drop = StopOnDrop(stop.clone());
+    // Readers that have completed a read. The writes start only once every
+    // reader has: on a loaded machine all 3000 writes could otherwise finish
+    // before any reader is scheduled, and nothing would run beside them.
+    let readers_running = Arc::new(AtomicUsize::new(0));
     let readers: Vec<_> = (0..4)
         .map(|t| {
             let (locks, inside, stop) = (locks.clone(), inside.clone(), stop.clone());
-            let reads_done = reads_done.clone();
+            let readers_running = readers_running.clone();
             std::thread::spawn(move || {
                 let mut n = 0u64;
                 while !stop.load(Ordering::Relaxed) {
@@ -163,36 +172,35 @@ fn readers_and_writers_across_two_domains() {
                     // SAFETY: as above.
                     unsafe { locks[order[0]].unlock_shared(g0) };
                     n += 1;
-                    // Relaxed: a progress count, read only to decide when to stop.
-                    reads_done.fetch_add(1, Ordering::Relaxed);
+                    if n == 1 {
+                        // Relaxed: a progress count, only read to start the writes.
+                        readers_running.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
                 n
             })
         })
         .collect();
-    let deadline = Instant::now() + std::time::Duration::from_secs(60);
-    let mut i = 0;
+    let deadline = Instant::now() + Duration::from_secs(60);
     // Relaxed: as the readers' increments.
-    while i < 3000 || reads_done.load(Ordering::Relaxed) < 100 {
+    while readers_running.load(Ordering::Relaxed) < 4 {
         assert!(
             Instant::now() < deadline,
-            "{} reads in 60 s beside {i} writes",
-            reads_done.load(Ordering::Relaxed)
+            "only {} of 4 readers read within 60 s",
+            readers_running.load(Ordering::Relaxed)
         );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    for i in 0..3000 {
         let l = i % 3;
         let w = locks[l].lock_exclusive();
         assert_eq!(inside[l].load(Ordering::SeqCst), 0, "reader beside writer");
         // SAFETY: our exclusive acquisition.
         unsafe { locks[l].unlock_exclusive(w) };
-        if i >= 3000 {
-            // Past the writes the test asks for: leave the readers room.
-            std::thread::sleep(std::time::Duration::from_micros(50));
-        }
-        i += 1;
     }
     stop.store(true, Ordering::Relaxed);
     let reads: u64 = readers.into_iter().map(|h| h.join().unwrap()).sum();
-    assert!(reads >= 100, "{reads} reads");
+    assert!(reads >= 4, "{reads} reads");
     // Every write ran a consensus round of its own domain, or went without
     // one in write-heavy mode (prwlock::policy), which a round began.
     for d in [&A, &B] {
@@ -216,7 +224,7 @@ fn downgrade_keeps_the_next_writer_out() {
         // SAFETY: our exclusive acquisition.
         unsafe { l2.unlock_exclusive(w) };
     });
-    std::thread::sleep(std::time::Duration::from_millis(50));
+    std::thread::sleep(Duration::from_millis(50));
     assert!(
         !writer.is_finished(),
         "writer entered beside a downgraded reader"
