@@ -90,7 +90,8 @@
 //!   own; one such wait in eight of each thread first spins
 //!   briefly, then makes one measured yield, and a yield that gave the CPU
 //!   to another thread engages the gate;
-//! - engaged, at most one waiter fewer than the CPUs waits inside `R`;
+//! - engaged, at most one waiter fewer than the CPUs (and at most
+//!   `rwlock_core::restricted::DEFAULT_LIMIT_MAX`) waits inside `R`;
 //!   waiters whose CPU is shared sleep in the gate's FIFO queue beyond that,
 //!   and the queue's head polls for room, forcing its way in after 1 ms.
 //!

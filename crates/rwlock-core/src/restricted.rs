@@ -67,12 +67,15 @@
 //! [`DEFAULT_LIMIT_MAX`] (4), unless a lock is built with
 //! [`Restricted::with_limit`]. The cap is Malthusian locks' rule (Dice,
 //! arXiv 1511.06035): no more threads circulate than it takes to keep
-//! the lock saturated. Without it, on 16 CPUs, 15 writers waited inside a
-//! FIFO lock at once, and at 24 to 128 threads the cohort mutex and
-//! C-RW-NP kept 0.04 to 0.09 of parking_lot, PF-T 0.13 to 0.17; capped at
-//! 4 (at 1 and 2 likewise) they ran about 3 to 7 times faster
-//! (`docs/restriction.md`, "A cap on the limit"). Up to 5 CPUs (4 for a
-//! bare [`Gate`]) the cap changes nothing. The holder of `L` is not counted (it left
+//! the lock saturated. Without it, on 16 CPUs (one NUMA node), 15
+//! writers could wait inside a FIFO lock at once, and at 24 to 128 threads
+//! with 10% writes and empty sections the cohort mutex and C-RW-NP kept
+//! 0.04 to 0.09 of parking_lot, PF-T 0.13 to 0.17 (two runs); capped at 4
+//! (at 1 and 2 likewise) they ran 2.9 to 6.8 times faster there, and 1.2
+//! to 5.4 times at 2% writes with the harness defaults. One point lost:
+//! C-RW-RP at 2% writes and 24 threads, 0.77× (`docs/restriction.md`, "A
+//! cap on the limit"). Up to 5 CPUs (4 for a bare [`Gate`]) the cap
+//! changes nothing; on several NUMA nodes it was not measured. The holder of `L` is not counted (it left
 //! the active set when it acquired), so the CPU left over is the one it
 //! runs on: holder and admitted waiters together fit the CPUs, and a
 //! hand-off inside `L` goes to a waiter that has a CPU. With `limit`
@@ -92,7 +95,8 @@
 //!   where every thread has a core of its own `L`'s fairness holds
 //!   unchanged (phase fairness for PF-T and PF-Q, the cohort hand-off
 //!   bound, writer or reader preference); so it does with no more waiting
-//!   writers than `limit`.
+//!   writers than `limit` (at most [`DEFAULT_LIMIT_MAX`] by default), or
+//!   where no waiter's recent yields gave its CPU away.
 //! - With more, `L`'s fairness holds among the admitted waiters; a passive
 //!   thread is admitted at the latest [`PATIENCE`] after it became the
 //!   head of the passive queue, so one that finds `q` threads ahead of it
@@ -152,6 +156,9 @@ pub const PATIENCE: Duration = Duration::from_millis(1);
 /// enough that a hand-off on many cores stays among a handful of lines.
 pub const DEFAULT_LIMIT_MAX: u32 = 4;
 
+// `default_limit_for`'s `clamp(1, DEFAULT_LIMIT_MAX)` needs it.
+const _: () = assert!(DEFAULT_LIMIT_MAX >= 1);
+
 /// The process's default limit (see [`default_limit_for`]).
 fn default_limit(reserved: u32) -> u32 {
     default_limit_for(wait::running_cpus(), reserved)
@@ -184,7 +191,8 @@ pub struct Gate {
     word: AtomicU64,
     /// The passive queue (`restricted/passive.rs`).
     passive: PassiveQueue,
-    /// 0: the process's default (the CPUs it may run on, less `reserved`).
+    /// 0: the process's default (the CPUs it may run on, less `reserved`,
+    /// at most [`DEFAULT_LIMIT_MAX`]).
     limit: u32,
     /// CPUs the default limit leaves to threads that are not counted
     /// ([`Restricted`]'s holders: 1; [`Gate::new`]: 0).
@@ -1046,6 +1054,8 @@ mod tests {
             (4, 1, 3),
             (4, 0, 4),
             (5, 1, 4),
+            (5, 0, DEFAULT_LIMIT_MAX),
+            (6, 1, DEFAULT_LIMIT_MAX),
             (16, 1, DEFAULT_LIMIT_MAX),
             (16, 0, DEFAULT_LIMIT_MAX),
             (256, 1, DEFAULT_LIMIT_MAX),
