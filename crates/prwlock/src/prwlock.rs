@@ -100,10 +100,10 @@
 //! more load is nothing, and a writer waiting for readers counts as
 //! active). Once such a wait has had to yield, at most as many threads as
 //! the process has CPUs (and at most
-//! `rwlock_core::restricted::DEFAULT_LIMIT_MAX`) wait at a time; the rest, if their CPU is shared
-//! (their yields gave it away), sleep in the gate's FIFO queue and are
-//! promoted within a millisecond each, and `PASS` goes to
-//! writers that run. The read fast path never touches the gate.
+//! `rwlock_core::restricted::DEFAULT_LIMIT_MAX`) wait at a time; the
+//! rest, if their CPU is shared (their yields gave it away), sleep in the
+//! gate's FIFO queue and are promoted within a millisecond each, and
+//! `PASS` goes to writers that run. The read fast path never touches the gate.
 //!
 //! The gate alone was not enough: at 16 threads on 2 cores (10% writes,
 //! empty critical sections) prwlock stayed near 0.3–0.4× its 2-thread

@@ -68,14 +68,12 @@
 //! [`Restricted::with_limit`]. The cap is Malthusian locks' rule (Dice,
 //! arXiv 1511.06035): no more threads circulate than it takes to keep
 //! the lock saturated. Without it, on 16 CPUs (one NUMA node), 15
-//! writers could wait inside a FIFO lock at once, and at 24 to 128 threads
-//! with 10% writes and empty sections the cohort mutex and C-RW-NP kept
-//! 0.04 to 0.09 of parking_lot, PF-T 0.13 to 0.17 (two runs); capped at 4
-//! (at 1 and 2 likewise) they ran 2.9 to 6.8 times faster there, and 1.2
-//! to 5.4 times at 2% writes with the harness defaults. One point lost:
-//! C-RW-RP at 2% writes and 24 threads, 0.77× (`docs/restriction.md`, "A
-//! cap on the limit"). Up to 5 CPUs (4 for a bare [`Gate`]) the cap
-//! changes nothing; on several NUMA nodes it was not measured. The holder of `L` is not counted (it left
+//! writers could wait inside a FIFO lock at once; at 24 to 128 threads
+//! the cap made the cohort mutex, C-RW-NP and PF-T 2.9 to 6.8 times
+//! faster at 10% writes, and cost C-RW-RP 0.77× at 2% writes and 24
+//! threads (`docs/restriction.md`, "A cap on the limit"). Up to 5 CPUs
+//! (4 for a bare [`Gate`]) it changes nothing; on several NUMA nodes it
+//! was not measured. The holder of `L` is not counted (it left
 //! the active set when it acquired), so the CPU left over is the one it
 //! runs on: holder and admitted waiters together fit the CPUs, and a
 //! hand-off inside `L` goes to a waiter that has a CPU. With `limit`
@@ -152,8 +150,9 @@ pub const POLL: Duration = Duration::from_micros(100);
 pub const PATIENCE: Duration = Duration::from_millis(1);
 
 /// The most waiters a default limit admits, however many CPUs there are
-/// (module docs, "The limit"): enough to keep the lock saturated, few
-/// enough that a hand-off on many cores stays among a handful of lines.
+/// (module docs, "The limit"): on 16 CPUs, 1, 2 and 4 all did far better
+/// than 8 or 15; 4 is the largest, and leaves machines of up to 5 CPUs
+/// as they were.
 pub const DEFAULT_LIMIT_MAX: u32 = 4;
 
 // `default_limit_for`'s `clamp(1, DEFAULT_LIMIT_MAX)` needs it.
