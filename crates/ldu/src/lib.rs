@@ -68,10 +68,15 @@
 //! # When to use it
 //! When updates dominate and reads can pay for a batch: each read with
 //! pending updates takes the write lock, applies them and reads under it.
-//! On 2 cores that kept LDU at or above `Mutex<BTreeSet>` with up to 10% of
-//! operations reads from 2 to 16 threads; a single thread pays the log's
-//! own work (0.84× to 1.19×), and a read-mostly structure belongs behind a
-//! reader-writer lock (`docs/ldu.md` has the measurements). Do not call [`Ldu::read`] or
+//! On 2 cores, with up to 10% of operations reads, LDU ran at 0.98× to
+//! 1.62× `Mutex<BTreeSet>` at 2 threads and about 2× or more at 16, but
+//! fell behind it at 3 and 4, where the mutex's core keeps the tree local: on
+//! an Intel Xeon at 4 threads
+//! 0.80× to 0.87× with 1% reads, at 3 threads 0.57× to 0.65× with 1% and
+//! 10% (`docs/ldu.md`, "Three threads on two cores" and "Four threads at
+//! 1% reads"). A single thread pays the log's own work (0.84× to 1.19×), and a
+//! read-mostly structure belongs behind a reader-writer lock (`docs/ldu.md`
+//! has the measurements). Do not call [`Ldu::read`] or
 //! [`Ldu::synchronize`] from inside a `read` closure or a [`Target`] method:
 //! the write lock would wait for the read lock its own thread holds.
 
