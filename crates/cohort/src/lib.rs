@@ -75,7 +75,10 @@
 //! The paper's locks spin. These spin briefly, yield, then park
 //! ([`rwlock_core::wait`]), so they stay usable with far more threads than
 //! cores. Patience (RP writers, WP readers) is counted in checks before a
-//! barrier goes up ([`DEFAULT_PATIENCE`] = 1000, the paper's); the cohort's
+//! barrier goes up ([`DEFAULT_PATIENCE`] = 1000, the paper's), and ends at
+//! the latest [`PATIENCE_TIME`] after the waiter's first yield, so that a
+//! waiter whose yields give its CPU away for whole time slices still
+//! raises its barrier within about a slice; the cohort's
 //! bound on consecutive local hand-offs is [`DEFAULT_HANDOFF_BOUND`] = 64.
 //!
 //! # Which preference
@@ -166,7 +169,7 @@ pub use neutral::NeutralPref;
 pub use partitioned_ticket::PartitionedTicket;
 pub use reader_pref::ReaderPref;
 pub use reader_pref_opt::ReaderPrefOpt;
-pub use rw::{DEFAULT_PATIENCE, ReaderToken, WriterMutex};
+pub use rw::{DEFAULT_PATIENCE, PATIENCE_TIME, ReaderToken, WriterMutex};
 pub use rwlock_core::Restricted;
 pub use ticket::TicketLock;
 pub use writer_pref::WriterPref;

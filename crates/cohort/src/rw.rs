@@ -18,6 +18,20 @@
 //! each, a `yield` every 64) raises the lock's barrier (RBarrier /
 //! WBarrier) and then waits without a limit (spin, yield, park). The paper
 //! used 1000 busy-wait iterations ([`DEFAULT_PATIENCE`]).
+//!
+//! Patience is also bounded in time: a waiter that is still waiting
+//! [`PATIENCE_TIME`] after its first yield raises the barrier then, however
+//! few checks it made (unless the patience is `u32::MAX`, which never
+//! raises it: the locks' `from_parts` takes it for measurements). The paper's waiters spin on a CPU of their own, so
+//! 1000 checks are a few tens of microseconds (9.7 µs of spin hints on an
+//! Intel Xeon VM, more where a spin hint is longer); with more threads
+//! than cores each of the 15 yields can give the CPU away for a whole time
+//! slice: at 16 threads on 2 cores an RP writer's p99 wait was 140 to 176
+//! ms with the count alone, 28 ms with the bound (`docs/cohort.md`,
+//! "Patience bounded in time"). With threads ≤ cores a yield returns at
+//! once and the count runs out first, as in the paper.
+
+use std::time::{Duration, Instant};
 
 use rwlock_core::sync::{AtomicU8, AtomicU32, Ordering, spin_loop, yield_now};
 use rwlock_core::wait::{DefaultWait, Waiters};
@@ -30,6 +44,29 @@ use crate::ticket::TicketLock;
 /// The paper's reader and writer patience: 1000 checks before raising a
 /// barrier.
 pub const DEFAULT_PATIENCE: u32 = 1000;
+
+/// How long after its first yield a waiter's patience lasts at most,
+/// whatever its count of checks (module docs, "Patience"): ten times what
+/// 1000 spin hints took on the development VM, so that with a CPU per
+/// thread the count runs out first.
+pub const PATIENCE_TIME: Duration = Duration::from_micros(100);
+
+/// Whether a patient waiter at one of its yields has waited
+/// [`PATIENCE_TIME`] since its first (which this call notes). Never inside a
+/// loom model, whose threads have no clock: there the count decides.
+#[inline]
+fn patience_ran_out(first_yield: &mut Option<Instant>) -> bool {
+    if cfg!(loom) {
+        return false;
+    }
+    match first_yield {
+        None => {
+            *first_yield = Some(Instant::now());
+            false
+        }
+        Some(t) => t.elapsed() >= PATIENCE_TIME,
+    }
+}
 
 /// The mutex that orders writers in a reader-writer lock: a cohort lock, or
 /// a plain lock for the DR-MCS control.
@@ -329,9 +366,11 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
     }
 
     /// Waits until `ready()`, raising the barrier once `patience` checks
-    /// have failed; returns whether it raised it (the caller lowers it).
+    /// have failed or [`PATIENCE_TIME`] has passed since the first yield;
+    /// returns whether it raised it (the caller lowers it).
     pub(crate) fn wait_patiently(&self, mut ready: impl FnMut() -> bool) -> bool {
         let mut checks = 0u32;
+        let mut first_yield = None;
         while checks < self.patience {
             if ready() {
                 return false;
@@ -342,6 +381,9 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
                 if checks == 64 {
                     // Outlasted spinning (see `Restricted`).
                     rwlock_core::wait::note_deep_wait();
+                }
+                if self.patience != u32::MAX && patience_ran_out(&mut first_yield) {
+                    break;
                 }
                 // More threads than cores is normal: let the thread we wait
                 // for run.
@@ -459,7 +501,10 @@ macro_rules! impl_raw_rwlock {
                 /// A lock from its parts: any writer mutex (a cohort with
                 /// another hand-off bound, a ticket lock), any read
                 /// indicator, and the patience in checks before a barrier
-                /// goes up (0: at once).
+                /// goes up (0: at once; at most [`PATIENCE_TIME`] after the
+                /// first yield whatever the count; `u32::MAX`: never).
+                ///
+                /// [`PATIENCE_TIME`]: crate::PATIENCE_TIME
                 pub fn from_parts(writer: M, readers: I, patience: u32) -> Self {
                     $name {
                         parts: $crate::rw::Parts::new(writer, readers, patience),

@@ -1,7 +1,8 @@
 //! Anti-starvation (PPoPP'13 Figures 4 and 5): a continuous stream of the
 //! preferred side cannot hold the other side off forever once it runs out
-//! of patience and raises its barrier; with infinite patience (no barrier)
-//! the same stream does hold it off, which shows the streams are real.
+//! of patience (a count of checks, or `cohort::PATIENCE_TIME`) and raises
+//! its barrier; with infinite patience (`u32::MAX`: no barrier) the same
+//! stream does hold it off, which shows the streams are real.
 //!
 //! The streams are relays of two threads: a thread leaves only once its
 //! partner is inside (readers) or queued (writers), so the preferred side
@@ -168,6 +169,22 @@ fn reader_stream_cannot_starve_a_c_rw_rp_opt_writer() {
         reader_relay_vs_writer(&ReaderPrefOpt::from_parts(m, i, u32::MAX)).is_none(),
         "control: without a barrier the relay should hold the writer off"
     );
+}
+
+/// Patience bounded in time (`cohort::PATIENCE_TIME`): with a count no
+/// stream outlasts (4 billion checks), the barrier still goes up, and the
+/// writer (or, under WP, the reader) gets in.
+#[test]
+fn patience_runs_out_in_time_before_the_count() {
+    let _serial = serial();
+    let (m, i, _) = parts(0);
+    let waited = reader_relay_vs_writer(&ReaderPref::from_parts(m, i, u32::MAX - 1))
+        .expect("C-RW-RP writer starved: the time bound did not raise RBarrier");
+    eprintln!("C-RW-RP writer, patience u32::MAX - 1, got in after {waited:?}");
+    let (m, i, _) = parts(0);
+    let waited = writer_relay_vs_reader(&WriterPref::from_parts(m, i, u32::MAX - 1))
+        .expect("C-RW-WP reader starved: the time bound did not raise WBarrier");
+    eprintln!("C-RW-WP reader, patience u32::MAX - 1, got in after {waited:?}");
 }
 
 #[test]
