@@ -75,10 +75,11 @@
 //! The paper's locks spin. These spin briefly, yield, then park
 //! ([`rwlock_core::wait`]), so they stay usable with far more threads than
 //! cores. Patience (RP writers, WP readers) is counted in checks before a
-//! barrier goes up ([`DEFAULT_PATIENCE`] = 1000, the paper's), and ends at
-//! the latest [`PATIENCE_TIME`] after the waiter's first yield, so that a
-//! waiter whose yields give its CPU away for whole time slices still
-//! raises its barrier within about a slice; the cohort's
+//! barrier goes up ([`DEFAULT_PATIENCE`] = 1000, the paper's), and also
+//! ends at the waiter's first yield [`PATIENCE_TIME`] or more after its
+//! first, so that a waiter whose yields give its CPU away for whole time
+//! slices raises its barrier after about one slice, not fifteen; the
+//! cohort's
 //! bound on consecutive local hand-offs is [`DEFAULT_HANDOFF_BOUND`] = 64.
 //!
 //! # Which preference

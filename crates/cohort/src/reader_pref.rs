@@ -22,8 +22,9 @@
 //!
 //! # Anti-starvation and the pathology
 //!
-//! A writer that waits for readers longer than its patience raises
-//! RBarrier, which stops *new* readers; the arrived ones drain and the
+//! A writer that waits for readers longer than its patience (1000 checks
+//! by default, or about `PATIENCE_TIME` past its first yield: `rw.rs`,
+//! "Patience") raises RBarrier, which stops *new* readers; the arrived ones drain and the
 //! writer gets in (`tests/starvation.rs`). Readers arrived while writers
 //! hand the writer mutex to each other (each sees them and backs off) wait
 //! for the whole circulation: the "superfluous writer ownership circulation"

@@ -19,17 +19,18 @@
 //! WBarrier) and then waits without a limit (spin, yield, park). The paper
 //! used 1000 busy-wait iterations ([`DEFAULT_PATIENCE`]).
 //!
-//! Patience is also bounded in time: a waiter that is still waiting
-//! [`PATIENCE_TIME`] after its first yield raises the barrier then, however
-//! few checks it made (unless the patience is `u32::MAX`, which never
-//! raises it: the locks' `from_parts` takes it for measurements). The paper's waiters spin on a CPU of their own, so
-//! 1000 checks are a few tens of microseconds (9.7 µs of spin hints on an
-//! Intel Xeon VM, more where a spin hint is longer); with more threads
-//! than cores each of the 15 yields can give the CPU away for a whole time
-//! slice: at 16 threads on 2 cores an RP writer's p99 wait was 140 to 176
-//! ms with the count alone, 28 ms with the bound (`docs/cohort.md`,
-//! "Patience bounded in time"). With threads ≤ cores a yield returns at
-//! once and the count runs out first, as in the paper.
+//! Patience is also bounded in time: at the first of its yields that comes
+//! [`PATIENCE_TIME`] or more after its first yield, a waiter raises the
+//! barrier, however few checks it made. A patience of `u32::MAX` never
+//! raises it (the locks' `from_parts` takes that for measurements). The
+//! paper's waiters spin on a CPU of their own, so 1000 checks are short
+//! (1000 spin hints took 9.7 µs on an Intel Xeon VM, more where a spin hint
+//! is longer). With more threads than cores each of the 15 yields can give
+//! the CPU away for a whole time slice: at 16 threads on 2 cores an RP
+//! writer's p99 wait was 140 to 176 ms with the count alone, 28 ms with the
+//! bound (`docs/cohort.md`, "Patience bounded in time"). With a CPU per
+//! thread a yield returns at once and the count usually runs out first, as
+//! in the paper.
 
 use std::time::{Duration, Instant};
 
@@ -45,17 +46,19 @@ use crate::ticket::TicketLock;
 /// barrier.
 pub const DEFAULT_PATIENCE: u32 = 1000;
 
-/// How long after its first yield a waiter's patience lasts at most,
-/// whatever its count of checks (module docs, "Patience"): ten times what
-/// 1000 spin hints took on the development VM, so that with a CPU per
-/// thread the count runs out first.
+/// How long after its first yield a waiter's patience lasts, whatever its
+/// count of checks: it raises the barrier at its first yield this long or
+/// longer after the first (module docs, "Patience"). Ten times what 1000
+/// spin hints took on the development VM, which leaves room for the
+/// checks' own loads and for yields that return at once, so that with a
+/// CPU per thread the count usually runs out first.
 pub const PATIENCE_TIME: Duration = Duration::from_micros(100);
 
-/// Whether a patient waiter at one of its yields has waited
-/// [`PATIENCE_TIME`] since its first (which this call notes). Never inside a
+/// Called by a patient waiter at each of its yields: notes the first, and
+/// says whether [`PATIENCE_TIME`] has passed since it. Never true inside a
 /// loom model, whose threads have no clock: there the count decides.
 #[inline]
-fn patience_ran_out(first_yield: &mut Option<Instant>) -> bool {
+fn note_yield_out_of_time(first_yield: &mut Option<Instant>) -> bool {
     if cfg!(loom) {
         return false;
     }
@@ -366,9 +369,15 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
     }
 
     /// Waits until `ready()`, raising the barrier once `patience` checks
-    /// have failed or [`PATIENCE_TIME`] has passed since the first yield;
-    /// returns whether it raised it (the caller lowers it).
+    /// have failed or at a yield [`PATIENCE_TIME`] or more after the first
+    /// (never with `u32::MAX`); returns whether it raised it (the caller
+    /// lowers it).
     pub(crate) fn wait_patiently(&self, mut ready: impl FnMut() -> bool) -> bool {
+        if self.patience == u32::MAX {
+            // No barrier, ever (measurements).
+            self.wait_until(ready);
+            return false;
+        }
         let mut checks = 0u32;
         let mut first_yield = None;
         while checks < self.patience {
@@ -382,7 +391,7 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
                     // Outlasted spinning (see `Restricted`).
                     rwlock_core::wait::note_deep_wait();
                 }
-                if self.patience != u32::MAX && patience_ran_out(&mut first_yield) {
+                if note_yield_out_of_time(&mut first_yield) {
                     break;
                 }
                 // More threads than cores is normal: let the thread we wait
@@ -501,8 +510,9 @@ macro_rules! impl_raw_rwlock {
                 /// A lock from its parts: any writer mutex (a cohort with
                 /// another hand-off bound, a ticket lock), any read
                 /// indicator, and the patience in checks before a barrier
-                /// goes up (0: at once; at most [`PATIENCE_TIME`] after the
-                /// first yield whatever the count; `u32::MAX`: never).
+                /// goes up (0: at once; `u32::MAX`: never); whatever the
+                /// count, a waiter also raises it at its first yield
+                /// [`PATIENCE_TIME`] or more after its first.
                 ///
                 /// [`PATIENCE_TIME`]: crate::PATIENCE_TIME
                 pub fn from_parts(writer: M, readers: I, patience: u32) -> Self {

@@ -30,7 +30,8 @@
 //! # Anti-starvation
 //!
 //! A reader that meets writers for longer than its patience (default 1000
-//! checks) raises WBarrier, which stops *new* writers before the writer
+//! checks, or about `PATIENCE_TIME` past its first yield: `rw.rs`,
+//! "Patience") raises WBarrier, which stops *new* writers before the writer
 //! mutex; writers already queued finish, the mutex falls free, the reader
 //! gets in and lowers the barrier. A continuous stream of writers therefore
 //! cannot hold a reader off forever (`tests/starvation.rs`).

@@ -68,17 +68,17 @@
 //! # When to use it
 //! When updates dominate and reads can pay for a batch: each read with
 //! pending updates takes the write lock, applies them and reads under it.
-//! On 2 cores, with up to 10% of operations reads, LDU ran at 0.98× to
-//! 1.62× `Mutex<BTreeSet>` at 2 threads and about 2× or more at 16, but
-//! fell behind it at 3 and 4, where the mutex's core keeps the tree local: on
-//! an Intel Xeon at 4 threads
-//! 0.80× to 0.87× with 1% reads, at 3 threads 0.57× to 0.65× with 1% and
-//! 10% (`docs/ldu.md`, "Three threads on two cores" and "Four threads at
-//! 1% reads"). A single thread pays the log's own work (0.84× to 1.19×), and a
-//! read-mostly structure belongs behind a reader-writer lock (`docs/ldu.md`
-//! has the measurements). Do not call [`Ldu::read`] or
-//! [`Ldu::synchronize`] from inside a `read` closure or a [`Target`] method:
-//! the write lock would wait for the read lock its own thread holds.
+//! On a 2-core Intel Xeon VM, with up to 10% of operations reads, LDU ran
+//! at 0.99× to 1.62× `Mutex<BTreeSet>` at 2 threads and 2.0× to 2.5× at
+//! 16, but at 4 threads 0.82× to 0.87× with 1% reads (0.93× to 1.11× with
+//! 0.1% and 10%) and at 3 threads 0.57× to 0.65× with 1% and 10%; a 2-core
+//! AMD EPYC VM gave 1.01× to 2.32× from 2 to 16 threads. `docs/ldu.md`
+//! has the runs and why 3 and 4 threads lose. A single thread pays the
+//! log's own work (0.84× to 1.19×), and a read-mostly structure belongs
+//! behind a reader-writer lock. Do not call [`Ldu::read`] or
+//! [`Ldu::synchronize`] from inside a `read` closure or a [`Target`]
+//! method: the write lock would wait for the read lock its own thread
+//! holds.
 
 #![deny(missing_docs)]
 

@@ -23,7 +23,7 @@ use crate::{Target, Tracked};
 /// empty unless equal values meet. A drain walks the map once per applied
 /// entry, under the write lock, so its size is the drain's cache footprint:
 /// by the layout of std's leaf node (11 keys and values, a parent pointer,
-/// two `u16`), a leaf with `u64` keys takes 192 bytes, where the first
+/// two `u16`), a leaf with `u64` keys takes 192 bytes, where the previous
 /// layout (a 32-byte value per key) took 456 and a `BTreeSet<u64>` takes
 /// 104. `docs/ldu.md` has the throughput this bought.
 ///
@@ -151,13 +151,17 @@ impl<T: Ord + Clone> Target for OrderedSet<T> {
                 slot.insert(item);
             }
             Entry::Occupied(first) => {
-                let later = self.later.entry(item.get().clone()).or_default();
+                // Check before changing anything: a panic here leaves the
+                // set as it was.
                 assert!(
                     !Arc::ptr_eq(first.get(), &item)
-                        && !later.iter().any(|m| Arc::ptr_eq(m, &item)),
+                        && !self
+                            .later
+                            .get(item.get())
+                            .is_some_and(|l| l.iter().any(|m| Arc::ptr_eq(m, &item))),
                     "ldu::OrderedSet: apply_insert of a member (log invariant broken)"
                 );
-                later.push(item);
+                self.later.entry(item.get().clone()).or_default().push(item);
             }
         }
         self.len += 1;
@@ -266,54 +270,131 @@ mod tests {
         let items: Vec<_> = (0..24).map(|i| Arc::new(Tracked::new(i % 5))).collect();
         let mut set = OrderedSet::new();
         let mut model: Vec<Arc<Tracked<u32>>> = Vec::new();
+        // The cases the second map is for: a remove of a first member with
+        // equals behind it (one is promoted), a remove of a later member,
+        // an insert behind an equal value.
+        let (mut promoted, mut later_removed, mut behind_equal) = (0u32, 0u32, 0u32);
         let mut x = 0x2545_f491_4f6c_dd1du64;
-        for step in 0..4000 {
+        for _ in 0..4000 {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
             let item = &items[(x >> 32) as usize % items.len()];
+            let value = *item.get();
             if let Some(at) = model.iter().position(|m| Arc::ptr_eq(m, item)) {
+                if at > 0 && *model[at - 1].get() == value {
+                    later_removed += 1;
+                } else if model.get(at + 1).is_some_and(|m| *m.get() == value) {
+                    promoted += 1;
+                }
                 model.remove(at);
                 set.apply_remove(item.clone());
             } else {
+                if model.iter().any(|m| *m.get() == value) {
+                    behind_equal += 1;
+                }
                 // After the last member with a value not above the item's.
-                let at = model.partition_point(|m| ***m <= ***item);
+                let at = model.partition_point(|m| *m.get() <= value);
                 model.insert(at, item.clone());
                 set.apply_insert(item.clone());
             }
-            let got: Vec<_> = set.iter().collect();
-            assert!(
-                got.len() == model.len() && got.iter().zip(&model).all(|(g, m)| Arc::ptr_eq(g, m)),
-                "step {step}: order differs"
-            );
-            assert_eq!(set.len(), model.len());
-            assert_eq!(set.first().map(Arc::as_ptr), model.first().map(Arc::as_ptr));
-            assert_eq!(set.last().map(Arc::as_ptr), model.last().map(Arc::as_ptr));
-            let in_range: Vec<_> = set.range(1..3).map(Arc::as_ptr).collect();
-            let model_range: Vec<_> = model
-                .iter()
-                .filter(|m| (1..3).contains(m.get()))
-                .map(Arc::as_ptr)
-                .collect();
-            assert_eq!(in_range, model_range);
-            for it in &items {
-                assert_eq!(set.contains(it), model.iter().any(|m| Arc::ptr_eq(m, it)));
-            }
-            for v in 0..5 {
-                assert_eq!(set.contains_value(&v), model.iter().any(|m| ***m == v));
-            }
-            // The second map holds no empty list and no value without a first.
-            assert!(
-                set.later
-                    .iter()
-                    .all(|(v, l)| !l.is_empty() && set.firsts.contains_key(v))
-            );
+            assert_sound(&set, &model, &items);
         }
+        let cases = [promoted, later_removed, behind_equal];
+        assert!(cases.iter().all(|&n| n >= 100), "too few cases: {cases:?}");
+    }
+
+    /// `set` holds exactly `model` (value order, equals in insertion
+    /// order), seen through every accessor.
+    fn assert_sound(
+        set: &OrderedSet<u32>,
+        model: &[Arc<Tracked<u32>>],
+        items: &[Arc<Tracked<u32>>],
+    ) {
+        let got: Vec<_> = set.iter().collect();
+        assert!(
+            got.len() == model.len() && got.iter().zip(model).all(|(g, m)| Arc::ptr_eq(g, m)),
+            "order differs"
+        );
+        assert_eq!(set.len(), model.len());
+        assert_eq!(set.first().map(Arc::as_ptr), model.first().map(Arc::as_ptr));
+        assert_eq!(set.last().map(Arc::as_ptr), model.last().map(Arc::as_ptr));
+        let in_range: Vec<_> = set.range(1..3).map(Arc::as_ptr).collect();
+        let model_range: Vec<_> = model
+            .iter()
+            .filter(|m| (1..3).contains(m.get()))
+            .map(Arc::as_ptr)
+            .collect();
+        assert_eq!(in_range, model_range);
+        for it in items {
+            assert_eq!(set.contains(it), model.iter().any(|m| Arc::ptr_eq(m, it)));
+        }
+        for v in 0..5 {
+            assert_eq!(set.contains_value(&v), model.iter().any(|m| ***m == v));
+        }
+        // The second map holds no empty list and no value without a first.
+        assert!(
+            set.later
+                .iter()
+                .all(|(v, l)| !l.is_empty() && set.firsts.contains_key(v))
+        );
         let values: Vec<u32> = model.iter().map(|m| ***m).collect();
         assert_eq!(
             format!("{set:?}"),
             format!("{:?}", values).replace('[', "{").replace(']', "}")
         );
+    }
+
+    /// A target method that panics on a broken log invariant leaves the
+    /// set as it was: later answers stay right.
+    #[test]
+    fn a_rejected_operation_leaves_the_set_sound() {
+        use std::panic::{AssertUnwindSafe, catch_unwind};
+        let items: Vec<_> = [5, 5, 5, 7].map(|v| Arc::new(Tracked::new(v))).to_vec();
+        let mut set = OrderedSet::new();
+        for it in &items {
+            set.apply_insert(it.clone());
+        }
+        // Inserting a first member with equals, a later member, a sole
+        // member; removing a non-member with an equal value present, and
+        // one without.
+        let strangers = [5, 9].map(|v| Arc::new(Tracked::new(v)));
+        let rejected: [(bool, &Arc<Tracked<u32>>); 5] = [
+            (true, &items[0]),
+            (true, &items[1]),
+            (true, &items[3]),
+            (false, &strangers[0]),
+            (false, &strangers[1]),
+        ];
+        for (insert, item) in rejected {
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                if insert {
+                    set.apply_insert(item.clone());
+                } else {
+                    set.apply_remove(item.clone());
+                }
+            }));
+            assert!(
+                r.is_err(),
+                "{} of {} accepted",
+                ["remove", "insert"][insert as usize],
+                ***item
+            );
+            assert_sound(&set, &items, &items);
+        }
+        // And it goes on working.
+        set.apply_remove(items[3].clone());
+        set.apply_remove(items[1].clone());
+        assert_sound(&set, &[items[0].clone(), items[2].clone()], &items);
+    }
+
+    #[test]
+    #[should_panic(expected = "apply_insert of a member")]
+    fn target_rejects_inserting_a_member() {
+        let mut s = OrderedSet::new();
+        let it = Arc::new(Tracked::new(1));
+        s.apply_insert(it.clone());
+        s.apply_insert(it);
     }
 
     #[test]
