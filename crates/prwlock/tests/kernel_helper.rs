@@ -37,14 +37,20 @@ fn runs_in_the_expected_mode() {
 /// A reader blocks (sleeps) for 300 ms inside its read section without
 /// calling `schedule_out`; a writer arrives meanwhile. The writer parks
 /// (after a short spin and a few yields) until the reader's release wakes
-/// it: its CPU time while it waits stays under 5 ms, asserted with the
-/// helper. The other modes print the figure beside it: the writer parks
-/// there too, and the figures do not differ.
+/// it: the CPU time it uses while it waits stays under a fifth of the
+/// time it waits, asserted with the helper (a writer that spins or yields
+/// until the reader leaves uses all of it). The other modes print the
+/// figures beside it: the writer parks there too, and the figures do not
+/// differ.
 ///
 /// The scenario runs 4 times with the same two threads and the median of
 /// the last 3 rounds is the one asserted: under qemu's TCG a code path's
 /// first run includes its translation, which the guest sees as CPU time
-/// (about 7 to 17 ms here), and later rounds vary by 2x.
+/// (about 4 to 17 ms here), and the guest also charges its running thread
+/// for the time the host deschedules the virtual CPU, so a loaded host
+/// shows 2 to 12 ms in every round (CI, 2026-11-26: 9.0, 2.2 and 12.1 ms
+/// of CPU in waits of 308 to 322 ms). A bound in milliseconds measured
+/// the host; the ratio of CPU time to waiting time measures the writer.
 #[test]
 #[ignore = "needs the prwlock_helper module (scripts/vm-test loads it)"]
 fn a_writer_parks_behind_a_reader_blocked_in_its_section() {
@@ -82,15 +88,20 @@ fn a_writer_parks_behind_a_reader_blocked_in_its_section() {
          round by round: {rounds:?}",
         mode_name()
     );
-    let (waited, spent) = rounds[ROUNDS - 1];
     assert!(
-        waited >= HOLD / 2,
+        rounds.iter().all(|&(waited, _)| waited >= HOLD / 2),
         "the writer got in while the reader held the lock"
     );
+    let mut later = rounds[1..].to_vec();
+    let share =
+        |&(waited, spent): &(Duration, Duration)| spent.as_secs_f64() / waited.as_secs_f64();
+    later.sort_by(|a, b| share(a).total_cmp(&share(b)));
+    let (waited, spent) = later[later.len() / 2];
     if prwlock::barrier_mode() == BarrierMode::KernelHelper {
         assert!(
-            spent < Duration::from_millis(5),
-            "the writer burnt {spent:?} of CPU waiting for a reader the helper saw off CPU"
+            spent * 5 < waited,
+            "the writer burnt {spent:?} of CPU in a wait of {waited:?} (median of rounds 2 to \
+             {ROUNDS}) for a reader the helper saw off CPU"
         );
     }
 }
