@@ -78,9 +78,10 @@
 //! barrier goes up ([`DEFAULT_PATIENCE`] = 1000, the paper's), and also
 //! ends at the waiter's first yield [`PATIENCE_TIME`] or more after its
 //! first, so that a waiter whose yields give its CPU away for whole time
-//! slices raises its barrier after about one slice, not fifteen; the
-//! cohort's
-//! bound on consecutive local hand-offs is [`DEFAULT_HANDOFF_BOUND`] = 64.
+//! slices raises its barrier after about one slice, not fifteen. An RP
+//! writer on a CPU that other threads wait for raises RBarrier before its
+//! first yield (module `rw`, "Patience"). The cohort's bound on
+//! consecutive local hand-offs is [`DEFAULT_HANDOFF_BOUND`] = 64.
 //!
 //! # Which preference
 //!

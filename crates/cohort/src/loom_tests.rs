@@ -13,6 +13,7 @@ use loom::thread;
 use crate::cohort::Cohort;
 use crate::indicator::IngressEgress;
 use crate::partitioned_ticket::PartitionedTicket;
+use crate::reader_pref::ReaderPref;
 use crate::reader_pref_opt::ReaderPrefOpt;
 use crate::rw::ReaderToken;
 use crate::ticket::TicketLock;
@@ -140,6 +141,19 @@ fn loom_tests_c_rw_wp_ingress_egress() {
 #[test]
 fn loom_tests_c_rw_rp_opt_ingress_egress() {
     writer_vs_two_readers!(ReaderPrefOpt::from_parts(
+        CPtlTkt::with_config(2, 64),
+        IngressEgress::new(2),
+        1
+    ));
+}
+
+/// C-RW-RP with ingress/egress indicators on two nodes: the writer hands
+/// the mutex back while readers are inside, a reader that meets it either
+/// stays arrived or (where it would park) departs and arrives again.
+/// Patience 1: the writer raises RBarrier after one more check.
+#[test]
+fn loom_tests_c_rw_rp_ingress_egress() {
+    writer_vs_two_readers!(ReaderPref::from_parts(
         CPtlTkt::with_config(2, 64),
         IngressEgress::new(2),
         1

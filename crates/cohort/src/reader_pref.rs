@@ -7,7 +7,7 @@
 //! reader:                                   writer:
 //!   while RBarrier != 0: wait                 start: acquire writer mutex
 //!   arrive at ReadIndr                        if ReadIndr not empty:
-//!   while writer mutex is locked: wait          release writer mutex
+//!   while writer mutex is locked: wait†         release writer mutex
 //!   <read critical section>                     wait until empty, raising
 //!   depart                                        RBarrier once out of patience
 //!                                               goto start
@@ -16,6 +16,10 @@
 //!                                             release writer mutex
 //! ```
 //!
+//! † Where the wait would leave a CPU other threads wait for, the reader
+//! departs first and starts over once the mutex is free (`rw.rs`,
+//! "Patience").
+//!
 //! The Dekker pair is the writer-preference lock's ([`crate::writer_pref`]),
 //! with the roles swapped: a reader that meets a writer *stays* arrived and
 //! waits, so the writer, which sees it, backs off.
@@ -23,8 +27,8 @@
 //! # Anti-starvation and the pathology
 //!
 //! A writer that waits for readers longer than its patience (1000 checks
-//! by default, or about `PATIENCE_TIME` past its first yield: `rw.rs`,
-//! "Patience") raises RBarrier, which stops *new* readers; the arrived ones drain and the
+//! by default, about `PATIENCE_TIME` past its first yield, or its first
+//! yield on a shared CPU: `rw.rs`, "Patience") raises RBarrier, which stops *new* readers; the arrived ones drain and the
 //! writer gets in (`tests/starvation.rs`). Readers arrived while writers
 //! hand the writer mutex to each other (each sees them and backs off) wait
 //! for the whole circulation: the "superfluous writer ownership circulation"
@@ -49,15 +53,50 @@ impl<M: WriterMutex, I: ReadIndicator> ReaderPref<M, I> {
     /// slot count) instead of the current node's.
     #[inline]
     pub fn lock_shared_on(&self, node: usize) -> ReaderToken {
-        if !self.parts.barrier_down() {
-            self.parts.wait_until(|| self.parts.barrier_down());
+        if self.parts.barrier_down() {
+            let token = self.parts.arrive(node);
+            if !self.parts.writer.is_locked() {
+                return token;
+            }
+            // SAFETY: our arrival, not departed.
+            if let Some(token) = unsafe { self.wait_arrived(token) } {
+                return token;
+            }
         }
-        let token = self.parts.arrive(node);
-        if self.parts.writer.is_locked() {
-            // Stay arrived: a writer that sees us backs off.
-            self.parts.wait_until(|| !self.parts.writer.is_locked());
+        self.lock_shared_slow(node)
+    }
+
+    /// Stays arrived until the writer mutex is free: a writer that sees us
+    /// backs off (unless we would leave a shared CPU: then we depart, and
+    /// `None` says to arrive again).
+    ///
+    /// # Safety
+    ///
+    /// `token` must be an arrival at this lock not yet departed.
+    #[cold]
+    unsafe fn wait_arrived(&self, token: ReaderToken) -> Option<ReaderToken> {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            self.parts
+                .wait_arrived(token, || !self.parts.writer.is_locked())
         }
-        token
+    }
+
+    /// `lock_shared_on` after a barrier or a departure: wait, arrive, check
+    /// again.
+    #[cold]
+    fn lock_shared_slow(&self, node: usize) -> ReaderToken {
+        loop {
+            self.parts.wait_until_rp(|| self.parts.barrier_down());
+            let token = self.parts.arrive(node);
+            if !self.parts.writer.is_locked() {
+                return token;
+            }
+            // SAFETY: our arrival, not departed.
+            if let Some(token) = unsafe { self.wait_arrived(token) } {
+                return token;
+            }
+        }
     }
 
     /// Read-locks if no barrier is up and the writer mutex is free.
@@ -94,9 +133,9 @@ impl<M: WriterMutex, I: ReadIndicator> ReaderPref<M, I> {
             unsafe { self.parts.release_writer(guard) };
             let drained = || self.parts.readers.is_empty();
             if raised {
-                self.parts.wait_until(drained);
+                self.parts.wait_until_rp(drained);
             } else {
-                raised = self.parts.wait_patiently(drained);
+                raised = self.parts.wait_patiently(drained, true);
             }
         }
     }

@@ -31,11 +31,27 @@
 //! bound (`docs/cohort.md`, "Patience bounded in time"). With a CPU per
 //! thread a yield returns at once and the count usually runs out first, as
 //! in the paper.
+//!
+//! An RP writer's patience ends sooner where threads outnumber cores: at
+//! its first yield that would give away a CPU other threads wait for
+//! ([`rwlock_core::wait::cpu_shared_lately`], the evidence its measured
+//! yields leave). Each such yield lets readers keep arriving for a time
+//! slice or more, so the writer raises RBarrier after its spin instead.
+//! Two more steps keep the drain that follows short (`docs/cohort.md`,
+//! "An RP writer's patience on a shared CPU"): a reader that stays arrived
+//! while a writer holds the mutex departs before it would leave a shared
+//! CPU (`Parts::wait_arrived`), so the writer never waits for an arrival
+//! that is not running; and the reader-preference locks wait with
+//! [`ParkWhenShared`]: on a shared CPU a waiter parks after its first
+//! yield instead of yielding seven more times, each of which could put it
+//! behind every runnable thread (a parked waiter is woken when what it
+//! waits for changes). WP readers keep the time bound alone: their WBarrier holds writers
+//! back, the opposite of what a writer-preference lock promises.
 
 use std::time::{Duration, Instant};
 
-use rwlock_core::sync::{AtomicU8, AtomicU32, Ordering, spin_loop, yield_now};
-use rwlock_core::wait::{DefaultWait, Waiters};
+use rwlock_core::sync::{AtomicU8, AtomicU32, Ordering, spin_loop};
+use rwlock_core::wait::{DefaultWait, ParkWhenShared, Waiters};
 use rwlock_core::{CachePadded, Restricted};
 
 use crate::cohort::{Cohort, CohortToken, GlobalLock, LocalLock};
@@ -53,6 +69,15 @@ pub const DEFAULT_PATIENCE: u32 = 1000;
 /// checks' own loads and for yields that return at once, so that with a
 /// CPU per thread the count usually runs out first.
 pub const PATIENCE_TIME: Duration = Duration::from_micros(100);
+
+/// Whether a patient waiter's next yield would give its CPU to another
+/// thread for a time slice ([`rwlock_core::wait::cpu_shared_lately`]):
+/// then its patience ends there (module docs, "Patience"). Never true
+/// inside a loom model, where the count decides.
+#[inline]
+fn shares_cpu() -> bool {
+    !cfg!(loom) && rwlock_core::wait::cpu_shared_lately()
+}
 
 /// Called by a patient waiter at each of its yields: notes the first, and
 /// says whether [`PATIENCE_TIME`] has passed since it. Never true inside a
@@ -362,6 +387,44 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
         self.gate.waiters.wake_all();
     }
 
+    /// A reader arrived at `token` waits until `ready()` (no writer left to
+    /// wait for) and returns its arrival; staying arrived is what holds a
+    /// writer back (reader preference). A reader that would leave a CPU
+    /// other threads wait for ([`Waiters::wait_until_or_retreat`]) departs
+    /// first, so that the writer does not wait a time slice for a reader
+    /// that is not running, then waits on and returns `None`: the caller
+    /// arrives again (barrier check included).
+    ///
+    /// # Safety
+    ///
+    /// `token` must be an arrival at this lock not yet departed.
+    #[inline]
+    pub(crate) unsafe fn wait_arrived(
+        &self,
+        token: ReaderToken,
+        ready: impl FnMut() -> bool,
+    ) -> Option<ReaderToken> {
+        let mut arrived = Some(token);
+        self.gate
+            .waiters
+            .wait_until_or_retreat::<ParkWhenShared>(ready, || {
+                if let Some(token) = arrived.take() {
+                    // SAFETY: our arrival (the caller's contract), departed once
+                    // (`take`).
+                    unsafe { self.depart(token) };
+                }
+            });
+        arrived
+    }
+
+    /// Waits (spin, yield, park) until `ready()`, as the reader-preference
+    /// locks do: parking after one yield on a shared CPU
+    /// ([`ParkWhenShared`]; module docs, "Patience").
+    #[inline]
+    pub(crate) fn wait_until_rp(&self, ready: impl FnMut() -> bool) {
+        self.gate.waiters.wait_until::<ParkWhenShared>(ready);
+    }
+
     /// Waits (spin, yield, park) until `ready()`.
     #[inline]
     pub(crate) fn wait_until(&self, ready: impl FnMut() -> bool) {
@@ -372,7 +435,15 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
     /// have failed or at a yield [`PATIENCE_TIME`] or more after the first
     /// (never with `u32::MAX`); returns whether it raised it (the caller
     /// lowers it).
-    pub(crate) fn wait_patiently(&self, mut ready: impl FnMut() -> bool) -> bool {
+    ///
+    /// With `on_shared_cpu` (RP writers), patience also ends where the
+    /// next yield would give away a CPU that other threads wait for
+    /// (module docs, "Patience").
+    pub(crate) fn wait_patiently(
+        &self,
+        mut ready: impl FnMut() -> bool,
+        on_shared_cpu: bool,
+    ) -> bool {
         if self.patience == u32::MAX {
             // No barrier, ever (measurements).
             self.wait_until(ready);
@@ -391,19 +462,23 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
                     // Outlasted spinning (see `Restricted`).
                     rwlock_core::wait::note_deep_wait();
                 }
-                if note_yield_out_of_time(&mut first_yield) {
+                if note_yield_out_of_time(&mut first_yield) || (on_shared_cpu && shares_cpu()) {
                     break;
                 }
                 // More threads than cores is normal: let the thread we wait
-                // for run.
-                yield_now();
+                // for run (measured: the evidence `shares_cpu` reads).
+                rwlock_core::wait::yield_measured();
             }
         }
         if ready() {
             return false;
         }
         self.raise_barrier();
-        self.wait_until(ready);
+        if on_shared_cpu {
+            self.wait_until_rp(ready);
+        } else {
+            self.wait_until(ready);
+        }
         true
     }
 

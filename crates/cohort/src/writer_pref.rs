@@ -81,7 +81,7 @@ impl<M: WriterMutex, I: ReadIndicator> WriterPref<M, I> {
             if raised {
                 self.parts.wait_until(writer_gone);
             } else {
-                raised = self.parts.wait_patiently(writer_gone);
+                raised = self.parts.wait_patiently(writer_gone, false);
             }
             let token = self.parts.arrive(node);
             if !self.parts.writer.is_locked() {

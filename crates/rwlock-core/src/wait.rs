@@ -65,6 +65,10 @@ pub trait WaitPolicy: Send + Sync + 'static {
     const YIELD_ROUNDS: u32;
     /// Whether to park after that (otherwise yield forever).
     const PARK: bool;
+    /// Whether a waiter whose CPU other threads wait for
+    /// ([`cpu_shared_lately`]) parks after its first yield instead of
+    /// yielding `YIELD_ROUNDS` times (only with `PARK`).
+    const PARK_WHEN_SHARED: bool = false;
 }
 
 /// Default policy: about 127 spin hints (a few microseconds at most), 8 yields, then park.
@@ -87,6 +91,23 @@ impl WaitPolicy for SpinYield {
     const SPIN_ROUNDS: u32 = 7;
     const YIELD_ROUNDS: u32 = u32::MAX;
     const PARK: bool = false;
+}
+
+/// [`SpinYieldPark`], except that a waiter whose CPU other threads wait
+/// for parks after its first yield. There each yield can put the waiter
+/// behind every runnable thread for a time slice, while a parked waiter is
+/// woken when what it waits for changes; the price is a futex wake for the
+/// thread that changes it. For waiters whose delay holds others back (the
+/// cohort crate's reader-preference locks: a writer draining readers, the
+/// readers it holds back).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ParkWhenShared;
+
+impl WaitPolicy for ParkWhenShared {
+    const SPIN_ROUNDS: u32 = SpinYieldPark::SPIN_ROUNDS;
+    const YIELD_ROUNDS: u32 = SpinYieldPark::YIELD_ROUNDS;
+    const PARK: bool = true;
+    const PARK_WHEN_SHARED: bool = true;
 }
 
 /// The policy locks use unless told otherwise.
@@ -200,6 +221,9 @@ impl<W: WaitPolicy> Backoff<W> {
             }
             if self.step == W::SPIN_ROUNDS {
                 note_deep_wait();
+            } else if W::PARK && W::PARK_WHEN_SHARED && cpu_shared_lately() {
+                // The first yield (measured) gave the CPU away lately.
+                return Snooze::Park;
             }
             // A retreating waiter measures every yield (it asks after each);
             // others measure the first of each wait, which is evidence
@@ -228,7 +252,9 @@ impl<W: WaitPolicy> Backoff<W> {
         if cfg!(loom) {
             return self.step > 0;
         }
-        W::PARK && self.step >= W::SPIN_ROUNDS.saturating_add(W::YIELD_ROUNDS)
+        W::PARK
+            && (self.step >= W::SPIN_ROUNDS.saturating_add(W::YIELD_ROUNDS)
+                || (W::PARK_WHEN_SHARED && self.step > W::SPIN_ROUNDS && cpu_shared_lately()))
     }
 }
 
@@ -1041,6 +1067,36 @@ mod tests {
             assert_eq!(b.snooze(), Snooze::Waited);
         }
         assert!(!b.should_park());
+    }
+
+    /// `ParkWhenShared`: past its first yield, a waiter on a CPU shared
+    /// lately parks; on a CPU of its own it yields on as `SpinYieldPark`
+    /// does, which never parks early.
+    #[test]
+    fn park_when_shared_parks_after_one_yield_on_a_shared_cpu() {
+        let mut b = Backoff::<ParkWhenShared>::new();
+        // The spin rounds and the first yield.
+        for _ in 0..=ParkWhenShared::SPIN_ROUNDS {
+            assert_eq!(b.snooze(), Snooze::Waited);
+        }
+        set_cpu_shared(true);
+        assert!(b.should_park());
+        assert_eq!(b.snooze(), Snooze::Park);
+        set_cpu_shared(false);
+        assert!(!b.should_park());
+        for _ in 1..ParkWhenShared::YIELD_ROUNDS {
+            assert_eq!(b.snooze(), Snooze::Waited);
+        }
+        assert_eq!(b.snooze(), Snooze::Park);
+
+        let mut b = Backoff::<SpinYieldPark>::new();
+        for _ in 0..=SpinYieldPark::SPIN_ROUNDS {
+            assert_eq!(b.snooze(), Snooze::Waited);
+        }
+        set_cpu_shared(true);
+        assert!(!b.should_park());
+        assert_eq!(b.snooze(), Snooze::Waited);
+        set_cpu_shared(false);
     }
 
     #[test]
