@@ -148,9 +148,10 @@ fn loom_tests_c_rw_rp_opt_ingress_egress() {
 }
 
 /// C-RW-RP with ingress/egress indicators on two nodes: the writer hands
-/// the mutex back while readers are inside, a reader that meets it either
-/// stays arrived or (where it would park) departs and arrives again.
-/// Patience 1: the writer raises RBarrier after one more check.
+/// the mutex back while readers are inside, and a reader that meets it
+/// stays arrived and waits (the RP locks' `ParkWhenShared` waits are the
+/// models' usual park). Patience 1: the writer raises RBarrier after one
+/// more check.
 #[test]
 fn loom_tests_c_rw_rp_ingress_egress() {
     writer_vs_two_readers!(ReaderPref::from_parts(

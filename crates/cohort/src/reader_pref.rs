@@ -7,7 +7,7 @@
 //! reader:                                   writer:
 //!   while RBarrier != 0: wait                 start: acquire writer mutex
 //!   arrive at ReadIndr                        if ReadIndr not empty:
-//!   while writer mutex is locked: wait†         release writer mutex
+//!   while writer mutex is locked: wait          release writer mutex
 //!   <read critical section>                     wait until empty, raising
 //!   depart                                        RBarrier once out of patience
 //!                                               goto start
@@ -15,10 +15,6 @@
 //!                                             <write critical section>
 //!                                             release writer mutex
 //! ```
-//!
-//! † Where the wait would leave a CPU other threads wait for, the reader
-//! departs first and starts over once the mutex is free (`rw.rs`,
-//! "Patience").
 //!
 //! The Dekker pair is the writer-preference lock's ([`crate::writer_pref`]),
 //! with the roles swapped: a reader that meets a writer *stays* arrived and
@@ -53,50 +49,15 @@ impl<M: WriterMutex, I: ReadIndicator> ReaderPref<M, I> {
     /// slot count) instead of the current node's.
     #[inline]
     pub fn lock_shared_on(&self, node: usize) -> ReaderToken {
-        if self.parts.barrier_down() {
-            let token = self.parts.arrive(node);
-            if !self.parts.writer.is_locked() {
-                return token;
-            }
-            // SAFETY: our arrival, not departed.
-            if let Some(token) = unsafe { self.wait_arrived(token) } {
-                return token;
-            }
-        }
-        self.lock_shared_slow(node)
-    }
-
-    /// Stays arrived until the writer mutex is free: a writer that sees us
-    /// backs off (unless we would leave a shared CPU: then we depart, and
-    /// `None` says to arrive again).
-    ///
-    /// # Safety
-    ///
-    /// `token` must be an arrival at this lock not yet departed.
-    #[cold]
-    unsafe fn wait_arrived(&self, token: ReaderToken) -> Option<ReaderToken> {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            self.parts
-                .wait_arrived(token, || !self.parts.writer.is_locked())
-        }
-    }
-
-    /// `lock_shared_on` after a barrier or a departure: wait, arrive, check
-    /// again.
-    #[cold]
-    fn lock_shared_slow(&self, node: usize) -> ReaderToken {
-        loop {
+        if !self.parts.barrier_down() {
             self.parts.wait_until_rp(|| self.parts.barrier_down());
-            let token = self.parts.arrive(node);
-            if !self.parts.writer.is_locked() {
-                return token;
-            }
-            // SAFETY: our arrival, not departed.
-            if let Some(token) = unsafe { self.wait_arrived(token) } {
-                return token;
-            }
         }
+        let token = self.parts.arrive(node);
+        if self.parts.writer.is_locked() {
+            // Stay arrived: a writer that sees us backs off.
+            self.parts.wait_until_rp(|| !self.parts.writer.is_locked());
+        }
+        token
     }
 
     /// Read-locks if no barrier is up and the writer mutex is free.

@@ -7,7 +7,7 @@
 //! reader:                                   writer:
 //!   while RBarrier != 0: wait                 acquire writer mutex
 //!   arrive at ReadIndr                        loop:
-//!   while WActive: wait†                        wait until ReadIndr empty,
+//!   while WActive: wait                         wait until ReadIndr empty,
 //!   <read critical section>                       raising RBarrier once out
 //!   depart                                        of patience
 //!                                               WActive = true
@@ -18,9 +18,6 @@
 //!                                             WActive = false
 //!                                             release writer mutex
 //! ```
-//!
-//! † As in [`crate::reader_pref`]: a reader about to leave a shared CPU
-//! departs and starts over (`rw.rs`, "Patience").
 //!
 //! Readers watch `WActive`, the *logical* state of the writer mutex, instead
 //! of the mutex itself, and the writer keeps the mutex while it waits for
@@ -65,47 +62,15 @@ impl<M: WriterMutex, I: ReadIndicator> ReaderPrefOpt<M, I> {
     /// slot count) instead of the current node's.
     #[inline]
     pub fn lock_shared_on(&self, node: usize) -> ReaderToken {
-        if self.parts.barrier_down() {
-            let token = self.parts.arrive(node);
-            if !self.writer_active() {
-                return token;
-            }
-            // SAFETY: our arrival, not departed.
-            if let Some(token) = unsafe { self.wait_arrived(token) } {
-                return token;
-            }
-        }
-        self.lock_shared_slow(node)
-    }
-
-    /// Stays arrived until `WActive` clears: a validating writer that sees
-    /// us steps back (unless we would leave a shared CPU: then we depart,
-    /// and `None` says to arrive again).
-    ///
-    /// # Safety
-    ///
-    /// `token` must be an arrival at this lock not yet departed.
-    #[cold]
-    unsafe fn wait_arrived(&self, token: ReaderToken) -> Option<ReaderToken> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.parts.wait_arrived(token, || !self.writer_active()) }
-    }
-
-    /// `lock_shared_on` after a barrier or a departure: wait, arrive, check
-    /// again.
-    #[cold]
-    fn lock_shared_slow(&self, node: usize) -> ReaderToken {
-        loop {
+        if !self.parts.barrier_down() {
             self.parts.wait_until_rp(|| self.parts.barrier_down());
-            let token = self.parts.arrive(node);
-            if !self.writer_active() {
-                return token;
-            }
-            // SAFETY: our arrival, not departed.
-            if let Some(token) = unsafe { self.wait_arrived(token) } {
-                return token;
-            }
         }
+        let token = self.parts.arrive(node);
+        if self.writer_active() {
+            // Stay arrived: a writer that sees us backs off.
+            self.parts.wait_until_rp(|| !self.writer_active());
+        }
+        token
     }
 
     /// Read-locks if no barrier is up and no writer is active.

@@ -33,24 +33,27 @@
 //! in the paper.
 //!
 //! An RP writer's patience ends sooner where threads outnumber cores: at
-//! its first yield that would give away a CPU other threads wait for
-//! ([`rwlock_core::wait::cpu_shared_lately`], the evidence its measured
-//! yields leave). Each such yield lets readers keep arriving for a time
-//! slice or more, so the writer raises RBarrier after its spin instead.
-//! Two more steps keep the drain that follows short (`docs/cohort.md`,
-//! "An RP writer's patience on a shared CPU"): a reader that stays arrived
-//! while a writer holds the mutex departs before it would leave a shared
-//! CPU (`Parts::wait_arrived`), so the writer never waits for an arrival
-//! that is not running; and the reader-preference locks wait with
-//! [`ParkWhenShared`]: on a shared CPU a waiter parks after its first
-//! yield instead of yielding seven more times, each of which could put it
-//! behind every runnable thread (a parked waiter is woken when what it
-//! waits for changes). WP readers keep the time bound alone: their WBarrier holds writers
-//! back, the opposite of what a writer-preference lock promises.
+//! its first yield that would give away a CPU other threads wait for. The
+//! evidence is [`rwlock_core::wait::cpu_shared_lately`]: one of the
+//! thread's last 64 measured yields (an RP writer measures each of its
+//! patience's yields) gave the CPU to another thread. Each such yield lets
+//! readers keep arriving for a time slice or more, so the writer raises
+//! RBarrier after its spin instead, or after its first yield where no
+//! earlier wait left the evidence. The reader-preference locks also wait
+//! with [`ParkWhenShared`]: on a shared CPU a waiter (the writer draining
+//! readers, the readers held back by RBarrier or by the writer) parks after
+//! its first yield instead of yielding seven more times, each of which
+//! could put it behind every runnable thread; a parked waiter is woken when
+//! what it waits for changes (`docs/cohort.md`, "An RP writer's patience
+//! on a shared CPU"). WP readers keep the time bound alone: their WBarrier
+//! holds writers back, the opposite of what a writer-preference lock
+//! promises. The evidence outlives a burst of load: until 64 measured
+//! yields have found the CPU free, an RP writer still ends its patience at
+//! its first yield.
 
 use std::time::{Duration, Instant};
 
-use rwlock_core::sync::{AtomicU8, AtomicU32, Ordering, spin_loop};
+use rwlock_core::sync::{AtomicU8, AtomicU32, Ordering, spin_loop, yield_now};
 use rwlock_core::wait::{DefaultWait, ParkWhenShared, Waiters};
 use rwlock_core::{CachePadded, Restricted};
 
@@ -387,36 +390,6 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
         self.gate.waiters.wake_all();
     }
 
-    /// A reader arrived at `token` waits until `ready()` (no writer left to
-    /// wait for) and returns its arrival; staying arrived is what holds a
-    /// writer back (reader preference). A reader that would leave a CPU
-    /// other threads wait for ([`Waiters::wait_until_or_retreat`]) departs
-    /// first, so that the writer does not wait a time slice for a reader
-    /// that is not running, then waits on and returns `None`: the caller
-    /// arrives again (barrier check included).
-    ///
-    /// # Safety
-    ///
-    /// `token` must be an arrival at this lock not yet departed.
-    #[inline]
-    pub(crate) unsafe fn wait_arrived(
-        &self,
-        token: ReaderToken,
-        ready: impl FnMut() -> bool,
-    ) -> Option<ReaderToken> {
-        let mut arrived = Some(token);
-        self.gate
-            .waiters
-            .wait_until_or_retreat::<ParkWhenShared>(ready, || {
-                if let Some(token) = arrived.take() {
-                    // SAFETY: our arrival (the caller's contract), departed once
-                    // (`take`).
-                    unsafe { self.depart(token) };
-                }
-            });
-        arrived
-    }
-
     /// Waits (spin, yield, park) until `ready()`, as the reader-preference
     /// locks do: parking after one yield on a shared CPU
     /// ([`ParkWhenShared`]; module docs, "Patience").
@@ -466,8 +439,13 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
                     break;
                 }
                 // More threads than cores is normal: let the thread we wait
-                // for run (measured: the evidence `shares_cpu` reads).
-                rwlock_core::wait::yield_measured();
+                // for run (an RP writer's yields are measured: the
+                // evidence `shares_cpu` reads).
+                if on_shared_cpu {
+                    rwlock_core::wait::yield_measured();
+                } else {
+                    yield_now();
+                }
             }
         }
         if ready() {

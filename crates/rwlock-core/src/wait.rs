@@ -11,7 +11,9 @@
 //!
 //! The policy is a type parameter of each lock ([`WaitPolicy`]); the default is
 //! [`SpinYieldPark`]. [`SpinYield`] never parks (it still never spins without
-//! yielding) and exists to measure what parking costs.
+//! yielding) and exists to measure what parking costs. [`ParkWhenShared`]
+//! parks after the first yield where the thread's yields show its CPU
+//! shared (cohort's reader-preference locks use it).
 //!
 //! A waiter that holds a claim others wait on (a phase-fair reader counted in
 //! a phase) waits with [`Backoff::snooze_or_retreat`]: where it would yield or
@@ -222,7 +224,8 @@ impl<W: WaitPolicy> Backoff<W> {
             if self.step == W::SPIN_ROUNDS {
                 note_deep_wait();
             } else if W::PARK && W::PARK_WHEN_SHARED && cpu_shared_lately() {
-                // The first yield (measured) gave the CPU away lately.
+                // Past the first yield, and this thread's measured yields
+                // say its CPU is shared.
                 return Snooze::Park;
             }
             // A retreating waiter measures every yield (it asks after each);
