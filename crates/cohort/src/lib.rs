@@ -81,8 +81,8 @@
 //! slices raises its barrier after about one slice, not fifteen. An RP
 //! writer whose yields show that other threads wait for its CPU raises
 //! RBarrier instead of yielding again (module `rw`, "Patience"). The
-//! cohort's bound on
-//! consecutive local hand-offs is [`DEFAULT_HANDOFF_BOUND`] = 64.
+//! cohort's bound on consecutive local hand-offs is
+//! [`DEFAULT_HANDOFF_BOUND`] = 64.
 //!
 //! # Which preference
 //!
@@ -99,7 +99,7 @@
 //!   With more threads than cores a writer's patience ends where its wait
 //!   would give its CPU away, and waiters park rather than yield, so reads
 //!   yield to a writer within microseconds (writer p99 wait at 16 threads
-//!   on 2 cores: 5–10 µs, against 28 ms before; `docs/cohort.md`).
+//!   on 2 cores: 6–13 µs, against 28 ms before; `docs/cohort.md`).
 //! - **C-RW-RP**: only for comparison: writers hand the mutex to each other
 //!   while arrived readers wait for it to fall free ("writer ownership
 //!   circulation"); C-RW-RP-opt fixes that.

@@ -67,7 +67,7 @@ impl<M: WriterMutex, I: ReadIndicator> ReaderPrefOpt<M, I> {
         }
         let token = self.parts.arrive(node);
         if self.writer_active() {
-            // Stay arrived: a writer that sees us backs off.
+            // Stay arrived: a validating writer that sees us steps back.
             self.parts.wait_until_rp(|| !self.writer_active());
         }
         token
