@@ -182,15 +182,15 @@ impl<T: Ord + Clone> Target for OrderedSet<T> {
                 self.firsts.insert(value, next);
             }
         } else {
-            let at = self
-                .later
-                .get(&value)
-                .and_then(|later| later.iter().position(|m| Arc::ptr_eq(m, &item)));
-            let Some(i) = at else {
+            // One search of the second map: find the member and remove it.
+            let later = self.later.get_mut(&value);
+            let Some((later, i)) = later.and_then(|later| {
+                let i = later.iter().position(|m| Arc::ptr_eq(m, &item))?;
+                Some((later, i))
+            }) else {
                 self.firsts.insert(value, first);
                 missing()
             };
-            let later = self.later.get_mut(&value).expect("found just above");
             later.remove(i);
             if later.is_empty() {
                 self.later.remove(&value);
