@@ -99,7 +99,8 @@
 //!   With more threads than cores a writer's patience ends where its wait
 //!   would give its CPU away, and waiters park rather than yield, so reads
 //!   yield to a writer within microseconds (writer p99 wait at 16 threads
-//!   on 2 cores: 6–13 µs, against 28 ms before; `docs/cohort.md`).
+//!   on 2 cores: 3–4 µs, about half parking_lot's in the same runs;
+//!   `docs/cohort.md`).
 //! - **C-RW-RP**: only for comparison: writers hand the mutex to each other
 //!   while arrived readers wait for it to fall free ("writer ownership
 //!   circulation"); C-RW-RP-opt fixes that.

@@ -60,7 +60,7 @@ impl<M: WriterMutex, I: ReadIndicator> NeutralPref<M, I> {
     pub fn lock_exclusive_on(&self, node: usize) -> M::Guard {
         let guard = self.parts.writer.lock_on(node);
         if !self.parts.readers.is_empty() {
-            self.parts.wait_until(|| self.parts.readers.is_empty());
+            self.parts.wait_drained();
         }
         self.parts.enter();
         guard

@@ -23,8 +23,9 @@
 //! # Anti-starvation and the pathology
 //!
 //! A writer that waits for readers longer than its patience (1000 checks
-//! by default, about `PATIENCE_TIME` past its first yield, or its first
-//! yield on a shared CPU: `rw.rs`, "Patience") raises RBarrier, which
+//! by default, counted across its retries, each of which ends a group of
+//! 64; about `PATIENCE_TIME` past its first yield; or its first yield on a
+//! shared CPU: `rw.rs`, "Patience") raises RBarrier, which
 //! stops *new* readers; the arrived ones drain and the writer gets in
 //! (`tests/starvation.rs`). Readers arrived while writers
 //! hand the writer mutex to each other (each sees them and backs off) wait
@@ -34,7 +35,9 @@
 
 use crate::CPtlTkt;
 use crate::indicator::{IngressEgress, ReadIndicator};
-use crate::rw::{Parts, ReaderToken, WriterMutex, dekker_fence, impl_raw_rwlock};
+use crate::rw::{
+    Impatient, Parts, Patience, ReaderToken, WriterMutex, dekker_fence, impl_raw_rwlock,
+};
 
 /// The reader-preference lock over writer mutex `M` and read indicator
 /// `I`; see the [module docs](self). [`CRwRp`](crate::CRwRp) is the
@@ -79,9 +82,33 @@ impl<M: WriterMutex, I: ReadIndicator> ReaderPref<M, I> {
     /// Write-locks, queueing on `node`'s part of the writer mutex.
     #[inline]
     pub fn lock_exclusive_on(&self, node: usize) -> M::Guard {
+        let guard = self.parts.writer.lock_on(node);
+        dekker_fence();
+        if self.parts.readers.is_empty() {
+            self.parts.enter();
+            return guard;
+        }
+        self.lock_exclusive_slow(node, guard)
+    }
+
+    /// Readers were inside when the writer took the mutex: the retry loop
+    /// of Fig. 4 (lines 13-21), with one patience for all its rounds.
+    #[cold]
+    fn lock_exclusive_slow(&self, node: usize, mut guard: M::Guard) -> M::Guard {
         let mut raised = false;
+        let mut patience = Patience::default();
         loop {
-            let guard = self.parts.writer.lock_on(node);
+            // Readers have priority: give the mutex up and wait for them.
+            // SAFETY: our own acquisition.
+            unsafe { self.parts.release_writer(guard) };
+            if raised {
+                self.parts.wait_drained_rp();
+            } else {
+                raised = self
+                    .parts
+                    .wait_patiently(&mut patience, Impatient::RpWriter);
+            }
+            guard = self.parts.writer.lock_on(node);
             dekker_fence();
             if self.parts.readers.is_empty() {
                 if raised {
@@ -89,15 +116,6 @@ impl<M: WriterMutex, I: ReadIndicator> ReaderPref<M, I> {
                 }
                 self.parts.enter();
                 return guard;
-            }
-            // Readers have priority: give the mutex up and wait for them.
-            // SAFETY: our own acquisition.
-            unsafe { self.parts.release_writer(guard) };
-            let drained = || self.parts.readers.is_empty();
-            if raised {
-                self.parts.wait_until_rp(drained);
-            } else {
-                raised = self.parts.wait_patiently(drained, true);
             }
         }
     }

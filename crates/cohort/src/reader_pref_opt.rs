@@ -40,7 +40,10 @@ use rwlock_core::sync::Ordering;
 
 use crate::CPtlTkt;
 use crate::indicator::{IngressEgress, ReadIndicator};
-use crate::rw::{ACTIVATING, IDLE, Parts, ReaderToken, WriterMutex, dekker_fence, impl_raw_rwlock};
+use crate::rw::{
+    ACTIVATING, IDLE, Impatient, Parts, Patience, ReaderToken, WriterMutex, dekker_fence,
+    impl_raw_rwlock,
+};
 
 /// The reader-preference lock with `WActive`, over writer mutex `M` and read
 /// indicator `I`; see the [module docs](self). [`CRwRpOpt`](crate::CRwRpOpt)
@@ -119,14 +122,27 @@ impl<M: WriterMutex, I: ReadIndicator> ReaderPrefOpt<M, I> {
     #[inline]
     pub fn lock_exclusive_on(&self, node: usize) -> M::Guard {
         let guard = self.parts.writer.lock_on(node);
+        if self.parts.readers.is_empty() && self.activate() {
+            return guard;
+        }
+        self.lock_exclusive_slow(guard)
+    }
+
+    /// Readers were inside: the loop that replaces Fig. 4 lines 11-21 (wait
+    /// for them, set `WActive`, validate), with one patience for all its
+    /// rounds.
+    #[cold]
+    fn lock_exclusive_slow(&self, guard: M::Guard) -> M::Guard {
         let mut raised = false;
+        let mut patience = Patience::default();
         loop {
-            let drained = || self.parts.readers.is_empty();
-            if !drained() {
+            if !self.parts.readers.is_empty() {
                 if raised {
-                    self.parts.wait_until_rp(drained);
+                    self.parts.wait_drained_rp();
                 } else {
-                    raised = self.parts.wait_patiently(drained, true);
+                    raised = self
+                        .parts
+                        .wait_patiently(&mut patience, Impatient::RpWriter);
                 }
             }
             if self.activate() {

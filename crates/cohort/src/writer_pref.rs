@@ -41,7 +41,9 @@
 
 use crate::CPtlTkt;
 use crate::indicator::{IngressEgress, ReadIndicator};
-use crate::rw::{Parts, ReaderToken, WriterMutex, dekker_fence, impl_raw_rwlock};
+use crate::rw::{
+    Impatient, Parts, Patience, ReaderToken, WriterMutex, dekker_fence, impl_raw_rwlock,
+};
 
 /// The writer-preference lock over writer mutex `M` and read indicator `I`;
 /// see the [module docs](self). [`CRwWp`](crate::CRwWp) is the paper's
@@ -77,11 +79,16 @@ impl<M: WriterMutex, I: ReadIndicator> WriterPref<M, I> {
     fn lock_shared_slow(&self, node: usize) -> ReaderToken {
         let mut raised = false;
         loop {
-            let writer_gone = || !self.parts.writer.is_locked();
             if raised {
-                self.parts.wait_until(writer_gone);
+                self.parts.wait_until(|| !self.parts.writer.is_locked());
             } else {
-                raised = self.parts.wait_patiently(writer_gone, false);
+                // Patience starts over at each retry: a WP reader's barrier
+                // holds writers back, against what this lock promises, so it
+                // waits its full patience each time (module docs of `rw`,
+                // "Patience").
+                raised = self
+                    .parts
+                    .wait_patiently(&mut Patience::default(), Impatient::WpReader);
             }
             let token = self.parts.arrive(node);
             if !self.parts.writer.is_locked() {
@@ -118,7 +125,7 @@ impl<M: WriterMutex, I: ReadIndicator> WriterPref<M, I> {
         dekker_fence();
         if !self.parts.readers.is_empty() {
             // Readers that arrived before us drain; later ones back off.
-            self.parts.wait_until(|| self.parts.readers.is_empty());
+            self.parts.wait_drained();
         }
         self.parts.enter();
         guard
