@@ -35,9 +35,7 @@
 
 use crate::CPtlTkt;
 use crate::indicator::{IngressEgress, ReadIndicator};
-use crate::rw::{
-    Impatient, Parts, Patience, ReaderToken, WriterMutex, dekker_fence, impl_raw_rwlock,
-};
+use crate::rw::{Parts, Patience, ReaderToken, WriterMutex, dekker_fence, impl_raw_rwlock};
 
 /// The reader-preference lock over writer mutex `M` and read indicator
 /// `I`; see the [module docs](self). [`CRwRp`](crate::CRwRp) is the
@@ -95,23 +93,16 @@ impl<M: WriterMutex, I: ReadIndicator> ReaderPref<M, I> {
     /// of Fig. 4 (lines 13-21), with one patience for all its rounds.
     #[cold]
     fn lock_exclusive_slow(&self, node: usize, mut guard: M::Guard) -> M::Guard {
-        let mut raised = false;
         let mut patience = Patience::default();
         loop {
             // Readers have priority: give the mutex up and wait for them.
             // SAFETY: our own acquisition.
             unsafe { self.parts.release_writer(guard) };
-            if raised {
-                self.parts.wait_drained_rp();
-            } else {
-                raised = self
-                    .parts
-                    .wait_patiently(&mut patience, Impatient::RpWriter);
-            }
+            self.parts.wait_drained_patiently(&mut patience);
             guard = self.parts.writer.lock_on(node);
             dekker_fence();
             if self.parts.readers.is_empty() {
-                if raised {
+                if patience.raised {
                     self.parts.lower_barrier();
                 }
                 self.parts.enter();

@@ -41,8 +41,7 @@ use rwlock_core::sync::Ordering;
 use crate::CPtlTkt;
 use crate::indicator::{IngressEgress, ReadIndicator};
 use crate::rw::{
-    ACTIVATING, IDLE, Impatient, Parts, Patience, ReaderToken, WriterMutex, dekker_fence,
-    impl_raw_rwlock,
+    ACTIVATING, IDLE, Parts, Patience, ReaderToken, WriterMutex, dekker_fence, impl_raw_rwlock,
 };
 
 /// The reader-preference lock with `WActive`, over writer mutex `M` and read
@@ -133,23 +132,16 @@ impl<M: WriterMutex, I: ReadIndicator> ReaderPrefOpt<M, I> {
     /// rounds.
     #[cold]
     fn lock_exclusive_slow(&self, guard: M::Guard) -> M::Guard {
-        let mut raised = false;
         let mut patience = Patience::default();
         loop {
             if !self.parts.readers.is_empty() {
-                if raised {
-                    self.parts.wait_drained_rp();
-                } else {
-                    raised = self
-                        .parts
-                        .wait_patiently(&mut patience, Impatient::RpWriter);
-                }
+                self.parts.wait_drained_patiently(&mut patience);
             }
             if self.activate() {
                 break;
             }
         }
-        if raised {
+        if patience.raised {
             self.parts.lower_barrier();
         }
         guard

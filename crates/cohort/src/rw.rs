@@ -119,6 +119,8 @@ fn note_yield_out_of_time(first_yield: &mut Option<Instant>) -> bool {
 pub(crate) struct Patience {
     checks: u32,
     first_yield: Option<Instant>,
+    /// Ran out: this waiter raised the barrier (Fig. 4's `bRaised`).
+    pub(crate) raised: bool,
 }
 
 impl Patience {
@@ -496,6 +498,19 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
         self.wait_until_rp(|| self.readers.is_empty());
     }
 
+    /// An RP writer's wait for the readers to drain (Fig. 4 lines 15-20):
+    /// patient until `patience` runs out, which raises RBarrier (the
+    /// caller lowers it once inside if `patience.raised`), then without a
+    /// limit.
+    #[inline]
+    pub(crate) fn wait_drained_patiently(&self, patience: &mut Patience) {
+        if patience.raised {
+            self.wait_drained_rp();
+        } else {
+            patience.raised = self.wait_patiently(patience, Impatient::RpWriter);
+        }
+    }
+
     /// Waits until what `who` waits for (the readers drained, or the writer
     /// gone), raising the barrier once `patience` checks have failed or at a
     /// yield [`PATIENCE_TIME`] or more after the first (never with
@@ -817,6 +832,7 @@ mod tests {
         let mut patience = Patience {
             checks: DEFAULT_PATIENCE,
             first_yield: None,
+            raised: false,
         };
         let mut calls = 0;
         assert!(patience.run_out(
