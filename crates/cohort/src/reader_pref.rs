@@ -25,10 +25,10 @@
 //! A writer that waits for readers longer than its patience (1000 checks
 //! by default, counted across its retries, each of which ends a group of
 //! 64; about `PATIENCE_TIME` past its first yield; or its first yield on a
-//! shared CPU: `rw.rs`, "Patience") raises RBarrier, which
-//! stops *new* readers; the arrived ones drain and the writer gets in
-//! (`tests/starvation.rs`). Readers arrived while writers
-//! hand the writer mutex to each other (each sees them and backs off) wait
+//! shared CPU: `rw.rs`, "Patience") raises RBarrier, which stops *new*
+//! readers; the arrived ones drain and the writer gets in
+//! (`tests/starvation.rs`). Readers arrived while writers hand the writer
+//! mutex to each other (each sees them and backs off) wait
 //! for the whole circulation: the "superfluous writer ownership circulation"
 //! that [`crate::reader_pref_opt`] removes. Section 4.3's pathology (writers
 //! starve, so few threads become readers again) is in the crate docs.

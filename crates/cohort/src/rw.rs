@@ -110,9 +110,9 @@ fn note_yield_out_of_time(first_yield: &mut Option<Instant>) -> bool {
     }
 }
 
-/// One acquisition's patience: the checks made and the first yield, kept
-/// across the retries of its loop, as Fig. 4 keeps `bRaised` across `goto
-/// start`. A writer whose readers drain for a moment, then arrive again
+/// One acquisition's patience: the checks made, the first yield and
+/// whether it ran out, kept across the retries of its loop, as Fig. 4
+/// keeps `bRaised` across `goto start`. A writer whose readers drain for a moment, then arrive again
 /// before it retakes the mutex, goes on counting where it stopped instead
 /// of starting over (module docs, "Patience").
 #[derive(Debug, Default)]
