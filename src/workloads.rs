@@ -23,8 +23,8 @@
 //! machine's cores are flagged as oversubscribed.
 
 use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{Barrier, Mutex};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
@@ -339,30 +339,53 @@ fn pin_to(cpu: usize) {
     }
 }
 
+/// How long a worker naps between looks at the start signal.
+const START_NAP: Duration = Duration::from_micros(50);
+
 /// Runs `threads` workers until the measurement interval ends; each returns
 /// its operation count. Returns (total operations, elapsed, busy cores).
+///
+/// The start: each worker counts itself in, then naps ([`START_NAP`]) until
+/// the main thread, having counted every worker in, gives the signal and
+/// starts the clock; every worker is then one timer wake from running. A
+/// `std::sync::Barrier` lets its waiters out through one mutex, one at a
+/// time: with 64 threads on 2 cores the first ones out kept both cores
+/// busy, and the last ones got out hundreds of milliseconds after the
+/// clock had started, so that `writer_latency`'s writer sometimes ran no
+/// write at all.
 fn timed(
     threads: usize,
     cfg: &RunConfig,
     worker: impl Fn(usize, &AtomicBool) -> u64 + Sync,
 ) -> (u64, Duration, f64) {
     let stop = AtomicBool::new(false);
-    let start = Barrier::new(threads + 1);
+    let ready = AtomicUsize::new(0);
+    let go = AtomicBool::new(false);
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
-                let (stop, start, worker) = (&stop, &start, &worker);
+                let (stop, ready, go, worker) = (&stop, &ready, &go, &worker);
                 s.spawn(move || {
                     if cfg.pin {
                         pin_to(t);
                     }
-                    start.wait();
+                    // Relaxed: a count; the main thread only waits for it.
+                    ready.fetch_add(1, Ordering::Relaxed);
+                    // Relaxed: a trigger; the workers share nothing before it.
+                    while !go.load(Ordering::Relaxed) {
+                        std::thread::sleep(START_NAP);
+                    }
                     worker(t, stop)
                 })
             })
             .collect();
-        start.wait();
+        // Relaxed: as above.
+        while ready.load(Ordering::Relaxed) < threads {
+            std::thread::sleep(START_NAP);
+        }
         let (t0, c0) = (Instant::now(), cpu_time());
+        // Relaxed: as above.
+        go.store(true, Ordering::Relaxed);
         std::thread::sleep(cfg.duration);
         // Relaxed: a flag polled by the workers; joining orders the results.
         stop.store(true, Ordering::Relaxed);

@@ -31,7 +31,7 @@
 //! indicator (SeqCst loads). Whichever comes first in the SeqCst order is
 //! seen by the other.
 //!
-//! `WActive` is the lock's writer-state line (`Parts::writer_state`, on
+//! `WActive` is the lock's writer-state line (`WriterLine::state`, on
 //! its own line: every writer writes it, every reader reads it): `IDLE`
 //! is false, `ACTIVATING` (set, readers not re-checked yet) and `INSIDE`
 //! (re-check passed: `is_locked_exclusive`) are true.
@@ -57,7 +57,7 @@ impl<M: WriterMutex, I: ReadIndicator> ReaderPrefOpt<M, I> {
     #[inline]
     fn writer_active(&self) -> bool {
         // SeqCst: the reader's half of the Dekker pair (module docs).
-        self.parts.writer_state.load(Ordering::SeqCst) != IDLE
+        self.parts.writer_line.state.load(Ordering::SeqCst) != IDLE
     }
 
     /// Read-locks, arriving at `node`'s indicator slot (reduced modulo the
@@ -96,7 +96,10 @@ impl<M: WriterMutex, I: ReadIndicator> ReaderPrefOpt<M, I> {
     #[inline]
     fn activate(&self) -> bool {
         // SeqCst: the writer's half of the Dekker pair (module docs).
-        self.parts.writer_state.store(ACTIVATING, Ordering::SeqCst);
+        self.parts
+            .writer_line
+            .state
+            .store(ACTIVATING, Ordering::SeqCst);
         dekker_fence();
         if self.parts.readers.is_empty() {
             // Still `WActive` for readers (a later value in the line's
@@ -113,7 +116,7 @@ impl<M: WriterMutex, I: ReadIndicator> ReaderPrefOpt<M, I> {
         // SeqCst RMW: the parking protocol's state change (readers wait
         // for `WActive == false`); Release orders the write critical section
         // before readers that see it.
-        self.parts.writer_state.swap(IDLE, Ordering::SeqCst);
+        self.parts.writer_line.state.swap(IDLE, Ordering::SeqCst);
         self.parts.wake();
     }
 
@@ -169,7 +172,7 @@ impl<M: WriterMutex, I: ReadIndicator> ReaderPrefOpt<M, I> {
         // Relaxed store would do for ordering (the mutex release follows),
         // but readers park on `WActive`: clear it with the SeqCst RMW the
         // parking protocol needs; `release_writer` wakes them.
-        self.parts.writer_state.swap(IDLE, Ordering::SeqCst);
+        self.parts.writer_line.state.swap(IDLE, Ordering::SeqCst);
         // SAFETY: forwarded from the caller.
         unsafe { self.parts.release_writer(guard) }
     }

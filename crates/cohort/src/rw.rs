@@ -30,6 +30,16 @@
 //! (`docs/cohort.md`, "An RP writer's patience across its retries"). A WP
 //! reader starts over at each retry: its WBarrier holds writers back.
 //!
+//! A WP reader raises WBarrier only against a relay of writers: once a
+//! write acquisition was released after its slow path began (the count in
+//! `WriterLine`) and the mutex is held again. Behind one writer's long
+//! hold (a writer preempted inside, or draining a reader preempted inside)
+//! the barrier would hold back only the writers after it, and each raiser
+//! must run again to lower it: at 64 threads on 2 cores that took a
+//! scheduling round, and C-RW-WP's writer p50 wait was 120 ms
+//! (`docs/cohort.md`, "WBarrier against a relay only"). Such a reader
+//! waits for the hold to end or for a relay to show.
+//!
 //! Patience is also bounded in time: at the first of its yields that comes
 //! [`PATIENCE_TIME`] or more after its first yield, a waiter raises the
 //! barrier, however few checks it made. A patience of `u32::MAX` never
@@ -175,8 +185,14 @@ pub(crate) enum Impatient {
     /// RBarrier.
     RpWriter,
     /// A writer-preference reader, for the writer mutex to be free; it
-    /// raises WBarrier.
-    WpReader,
+    /// raises WBarrier, but only against a relay: once a write acquisition
+    /// was released after its slow path began, when the mutex's
+    /// [`releases`](Parts::releases) count read `since` (module docs,
+    /// "Patience").
+    WpReader {
+        /// The release count when the reader's slow path began.
+        since: u32,
+    },
 }
 
 /// The mutex that orders writers in a reader-writer lock: a cohort lock, or
@@ -355,7 +371,7 @@ struct Gate {
     waiters: Waiters,
 }
 
-/// No writer is past the writer mutex (`Parts::writer_state`).
+/// No writer is past the writer mutex (`WriterLine::state`).
 pub(crate) const IDLE: u8 = 0;
 /// C-RW-RP-opt only: the writer set `WActive` and is re-checking the
 /// readers (its consensus is not done).
@@ -363,18 +379,28 @@ pub(crate) const ACTIVATING: u8 = 1;
 /// A writer finished its consensus: it is inside.
 pub(crate) const INSIDE: u8 = 2;
 
+/// What the holder of the writer mutex publishes. Written only by that
+/// holder; on a line of its own, so that writers never write a line the
+/// other locks' readers read on their fast path.
+#[derive(Debug)]
+pub(crate) struct WriterLine {
+    /// `IDLE`, `ACTIVATING` or `INSIDE`: what the holder is doing. Read by
+    /// `is_locked_exclusive` and, in C-RW-RP-opt, by readers (it is the
+    /// paper's `WActive`: not `IDLE`).
+    pub(crate) state: AtomicU8,
+    /// C-RW-WP: how many write acquisitions have been released (wrapping),
+    /// read by waiting readers to tell one writer's long hold from a relay
+    /// of writers ([`Impatient::WpReader`]).
+    releases: AtomicU32,
+}
+
 /// The parts every reader-writer lock of this crate is made of.
 #[derive(Debug)]
 pub(crate) struct Parts<M, I> {
     pub(crate) writer: M,
     pub(crate) readers: I,
     gate: CachePadded<Gate>,
-    /// `IDLE`, `ACTIVATING` or `INSIDE`: what the holder of the writer
-    /// mutex is doing. Written only by that holder; read by
-    /// `is_locked_exclusive` and, in C-RW-RP-opt, by readers (it is the
-    /// paper's `WActive`: not `IDLE`). Its own line, so that writers never
-    /// write a line the other locks' readers read.
-    pub(crate) writer_state: CachePadded<AtomicU8>,
+    pub(crate) writer_line: CachePadded<WriterLine>,
     patience: u32,
 }
 
@@ -388,7 +414,10 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
                     barrier: AtomicU32::new(0),
                     waiters: Waiters::new(),
                 }),
-                writer_state: CachePadded::new(AtomicU8::new(IDLE)),
+                writer_line: CachePadded::new(WriterLine {
+                    state: AtomicU8::new(IDLE),
+                    releases: AtomicU32::new(0),
+                }),
                 patience,
             }
         }
@@ -431,7 +460,7 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
     pub(crate) fn enter(&self) {
         // Relaxed: only `is_locked_exclusive` (a snapshot) reads it, and the
         // writer's own thread sees its store in program order.
-        self.writer_state.store(INSIDE, Ordering::Relaxed);
+        self.writer_line.state.store(INSIDE, Ordering::Relaxed);
     }
 
     /// The writer is about to release the mutex (or downgrade). Call it
@@ -440,7 +469,29 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
     pub(crate) fn leave(&self) {
         // Relaxed: see `enter`; the next writer acquires the mutex after
         // our release, so it is ordered after this store.
-        self.writer_state.store(IDLE, Ordering::Relaxed);
+        self.writer_line.state.store(IDLE, Ordering::Relaxed);
+    }
+
+    /// C-RW-WP: counts a release of the writer mutex by a writer that was
+    /// inside ([`releases`](Self::releases)). The holder calls it before
+    /// the release, as [`leave`](Self::leave).
+    #[inline]
+    pub(crate) fn count_release(&self) {
+        // Relaxed load and store: only the holder of the writer mutex
+        // writes the count, and the mutex orders its holders. Readers only
+        // read it to decide whether to raise WBarrier (a liveness choice:
+        // a stale value delays or hastens a raise, never an exclusion).
+        let n = self.writer_line.releases.load(Ordering::Relaxed);
+        self.writer_line
+            .releases
+            .store(n.wrapping_add(1), Ordering::Relaxed);
+    }
+
+    /// C-RW-WP: the count of released write acquisitions (a snapshot).
+    #[inline]
+    pub(crate) fn releases(&self) -> u32 {
+        // Relaxed: see `count_release`.
+        self.writer_line.releases.load(Ordering::Relaxed)
     }
 
     /// A writer is inside: exact from the writer's own thread, a snapshot
@@ -448,7 +499,7 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
     #[inline]
     pub(crate) fn writer_inside(&self) -> bool {
         // Relaxed: a snapshot (see `enter`).
-        self.writer_state.load(Ordering::Relaxed) == INSIDE
+        self.writer_line.state.load(Ordering::Relaxed) == INSIDE
     }
 
     /// Releases the writer mutex and wakes threads parked on this lock.
@@ -522,11 +573,11 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
     pub(crate) fn wait_patiently(&self, patience: &mut Patience, who: Impatient) -> bool {
         let ready = || match who {
             Impatient::RpWriter => self.readers.is_empty(),
-            Impatient::WpReader => !self.writer.is_locked(),
+            Impatient::WpReader { .. } => !self.writer.is_locked(),
         };
         let wait = || match who {
             Impatient::RpWriter => self.wait_drained_rp(),
-            Impatient::WpReader => self.wait_until(|| !self.writer.is_locked()),
+            Impatient::WpReader { .. } => self.wait_until(|| !self.writer.is_locked()),
         };
         let rp_writer = matches!(who, Impatient::RpWriter);
         if self.patience == u32::MAX {
@@ -536,6 +587,17 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
         }
         if !patience.run_out(self.patience, ready, rp_writer) {
             return false;
+        }
+        if let Impatient::WpReader { since } = who
+            && self.releases() == since
+        {
+            // One writer's hold, not a relay: WBarrier would hold back only
+            // the writers after it, and each raiser must run again to lower
+            // it. Wait for this hold to end, or for a relay to show.
+            self.wait_until(|| !self.writer.is_locked() || self.releases() != since);
+            if !self.writer.is_locked() {
+                return false;
+            }
         }
         self.raise_barrier();
         wait();

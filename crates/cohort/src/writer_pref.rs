@@ -36,6 +36,12 @@
 //! gets in and lowers the barrier. A continuous stream of writers therefore
 //! cannot hold a reader off forever (`tests/starvation.rs`).
 //!
+//! Unlike the paper, a reader raises WBarrier only against a relay: a
+//! writer released the mutex after the reader's slow path began, and the
+//! mutex is held again (`rw.rs`, "Patience"). Behind one writer's long hold
+//! it waits for that hold to end. A reader therefore waits out at most one
+//! more writer's hold than in the paper before its barrier goes up.
+//!
 //! The guard of a read carries the indicator slot it arrived at; the guard
 //! of a write carries the writer mutex's token (for a cohort, its node).
 
@@ -78,6 +84,9 @@ impl<M: WriterMutex, I: ReadIndicator> WriterPref<M, I> {
     #[cold]
     fn lock_shared_slow(&self, node: usize) -> ReaderToken {
         let mut raised = false;
+        // WBarrier goes up only against a relay of writers: one release
+        // after this point (`Impatient::WpReader`).
+        let since = self.parts.releases();
         loop {
             if raised {
                 self.parts.wait_until(|| !self.parts.writer.is_locked());
@@ -88,7 +97,7 @@ impl<M: WriterMutex, I: ReadIndicator> WriterPref<M, I> {
                 // "Patience").
                 raised = self
                     .parts
-                    .wait_patiently(&mut Patience::default(), Impatient::WpReader);
+                    .wait_patiently(&mut Patience::default(), Impatient::WpReader { since });
             }
             let token = self.parts.arrive(node);
             if !self.parts.writer.is_locked() {
@@ -149,6 +158,7 @@ impl<M: WriterMutex, I: ReadIndicator> WriterPref<M, I> {
     #[inline]
     pub unsafe fn unlock_exclusive_guard(&self, guard: M::Guard) {
         self.parts.leave();
+        self.parts.count_release();
         // SAFETY: forwarded from the caller.
         unsafe { self.parts.release_writer(guard) }
     }
@@ -160,7 +170,91 @@ impl<M: WriterMutex, I: ReadIndicator> WriterPref<M, I> {
     ///
     /// `guard` must come from an unreleased write acquisition of this lock.
     pub unsafe fn downgrade_guard(&self, guard: M::Guard) -> ReaderToken {
+        self.parts.count_release();
         // SAFETY: forwarded from the caller.
         unsafe { self.parts.downgrade(guard) }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::ticket::TicketLock;
+
+    /// Waits up to `limit` for `cond`, polling.
+    fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < limit {
+            if cond() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        cond()
+    }
+
+    /// A reader out of patience raises WBarrier against a relay of writers,
+    /// not against one writer's long hold (`Impatient::WpReader`); with
+    /// patience 1 it runs out at once. A reader that raised behind the
+    /// first writer fails the first check; one that never raises, the
+    /// second. (A ticket lock as the writer mutex, to see the second
+    /// writer queued.)
+    #[test]
+    fn wbarrier_goes_up_against_a_relay_not_one_long_hold() {
+        let lock: WriterPref<TicketLock, IngressEgress> =
+            WriterPref::from_parts(TicketLock::new(), IngressEgress::new(1), 1);
+        let lock = &lock;
+        let first = lock.lock_exclusive_on(0);
+        std::thread::scope(|s| {
+            let reader = s.spawn(move || {
+                let token = lock.lock_shared_on(0);
+                // SAFETY: our own read acquisition.
+                unsafe { lock.unlock_shared_token(token) };
+            });
+            // The reader waits out the first writer's hold: no barrier.
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_millis(100) {
+                if !lock.parts.barrier_down() {
+                    // SAFETY: our own write acquisition.
+                    unsafe { lock.unlock_exclusive_guard(first) };
+                    reader.join().unwrap();
+                    panic!("a reader raised WBarrier behind one writer's hold");
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            // A second writer queues behind the first, which then hands the
+            // mutex over: a relay.
+            let (tx, rx) = std::sync::mpsc::channel();
+            let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+            let second = s.spawn(move || {
+                let g = lock.lock_exclusive_on(0);
+                tx.send(()).unwrap();
+                // Hold until the main thread has looked at the barrier (or
+                // has failed: its sender is then dropped).
+                let _ = done_rx.recv_timeout(Duration::from_secs(20));
+                // SAFETY: our own write acquisition.
+                unsafe { lock.unlock_exclusive_guard(g) };
+            });
+            assert!(
+                eventually(Duration::from_secs(10), || lock.parts.writer.has_waiters()),
+                "the second writer did not queue"
+            );
+            // SAFETY: our own write acquisition.
+            unsafe { lock.unlock_exclusive_guard(first) };
+            rx.recv().unwrap();
+            assert!(
+                eventually(Duration::from_secs(10), || !lock.parts.barrier_down()),
+                "a reader did not raise WBarrier against a relay of writers"
+            );
+            drop(done_tx);
+            second.join().unwrap();
+            reader.join().unwrap();
+        });
+        assert!(
+            lock.parts.barrier_down(),
+            "the reader did not lower WBarrier"
+        );
     }
 }
