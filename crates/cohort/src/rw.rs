@@ -31,7 +31,7 @@
 //! reader starts over at each retry: its WBarrier holds writers back.
 //!
 //! A WP reader raises WBarrier only against a relay of writers: once a
-//! write acquisition was released after its slow path began (the count in
+//! write acquisition was released after its patience ran out (the count in
 //! `WriterLine`) and the mutex is held again. Behind one writer's long
 //! hold (a writer preempted inside, or draining a reader preempted inside)
 //! the barrier would hold back only the writers after it, and each raiser
@@ -185,14 +185,11 @@ pub(crate) enum Impatient {
     /// RBarrier.
     RpWriter,
     /// A writer-preference reader, for the writer mutex to be free; it
-    /// raises WBarrier, but only against a relay: once a write acquisition
-    /// was released after its slow path began, when the mutex's
-    /// [`releases`](Parts::releases) count read `since` (module docs,
-    /// "Patience").
-    WpReader {
-        /// The release count when the reader's slow path began.
-        since: u32,
-    },
+    /// raises WBarrier, but only against a relay: a write acquisition
+    /// released after its patience ran out (the mutex's
+    /// [`releases`](Parts::releases) count moved) and the mutex held again
+    /// (module docs, "Patience").
+    WpReader,
 }
 
 /// The mutex that orders writers in a reader-writer lock: a cohort lock, or
@@ -573,11 +570,11 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
     pub(crate) fn wait_patiently(&self, patience: &mut Patience, who: Impatient) -> bool {
         let ready = || match who {
             Impatient::RpWriter => self.readers.is_empty(),
-            Impatient::WpReader { .. } => !self.writer.is_locked(),
+            Impatient::WpReader => !self.writer.is_locked(),
         };
         let wait = || match who {
             Impatient::RpWriter => self.wait_drained_rp(),
-            Impatient::WpReader { .. } => self.wait_until(|| !self.writer.is_locked()),
+            Impatient::WpReader => self.wait_until(|| !self.writer.is_locked()),
         };
         let rp_writer = matches!(who, Impatient::RpWriter);
         if self.patience == u32::MAX {
@@ -588,12 +585,12 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
         if !patience.run_out(self.patience, ready, rp_writer) {
             return false;
         }
-        if let Impatient::WpReader { since } = who
-            && self.releases() == since
-        {
-            // One writer's hold, not a relay: WBarrier would hold back only
-            // the writers after it, and each raiser must run again to lower
-            // it. Wait for this hold to end, or for a relay to show.
+        if matches!(who, Impatient::WpReader) {
+            // Raise only against a relay: WBarrier would hold back only the
+            // writers after the one inside, and each raiser must run again
+            // to lower it. Wait for this hold to end, or for a relay to
+            // show (a release, and the mutex held again).
+            let since = self.releases();
             self.wait_until(|| !self.writer.is_locked() || self.releases() != since);
             if !self.writer.is_locked() {
                 return false;

@@ -84,9 +84,6 @@ impl<M: WriterMutex, I: ReadIndicator> WriterPref<M, I> {
     #[cold]
     fn lock_shared_slow(&self, node: usize) -> ReaderToken {
         let mut raised = false;
-        // WBarrier goes up only against a relay of writers: one release
-        // after this point (`Impatient::WpReader`).
-        let since = self.parts.releases();
         loop {
             if raised {
                 self.parts.wait_until(|| !self.parts.writer.is_locked());
@@ -97,7 +94,7 @@ impl<M: WriterMutex, I: ReadIndicator> WriterPref<M, I> {
                 // "Patience").
                 raised = self
                     .parts
-                    .wait_patiently(&mut Patience::default(), Impatient::WpReader { since });
+                    .wait_patiently(&mut Patience::default(), Impatient::WpReader);
             }
             let token = self.parts.arrive(node);
             if !self.parts.writer.is_locked() {
