@@ -37,7 +37,7 @@
 //! cannot hold a reader off forever (`tests/starvation.rs`).
 //!
 //! Unlike the paper, a reader raises WBarrier only against a relay: a
-//! writer released the mutex after the reader's slow path began, and the
+//! writer released the mutex after the reader's patience ran out, and the
 //! mutex is held again (`rw.rs`, "Patience"). Behind one writer's long hold
 //! it waits for that hold to end. A reader therefore waits out at most one
 //! more writer's hold than in the paper before its barrier goes up.
