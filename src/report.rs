@@ -97,14 +97,14 @@ pub fn si(x: f64) -> String {
 /// CSV with a header line.
 pub fn csv(rows: &[Row]) -> String {
     let mut out = String::from(
-        "workload,params,lock,family,threads,oversubscribed,reps,median_ops_per_sec,min_ops_per_sec,max_ops_per_sec,busy_cores,writer_wait_p50_ns,writer_wait_p90_ns,writer_wait_p99_ns,writer_wait_max_ns\n",
+        "workload,params,lock,family,threads,oversubscribed,reps,median_ops_per_sec,min_ops_per_sec,max_ops_per_sec,busy_cores,writer_wait_p50_ns,writer_wait_p90_ns,writer_wait_p99_ns,writer_wait_max_ns,writer_writes\n",
     );
     for r in rows {
         let p = r.writer_wait;
         let f = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.0}"));
         let _ = writeln!(
             out,
-            "{},\"{}\",{},{},{},{},{},{:.0},{:.0},{:.0},{:.3},{},{},{},{}",
+            "{},\"{}\",{},{},{},{},{},{:.0},{:.0},{:.0},{:.3},{},{},{},{},{}",
             r.workload.kind(),
             r.workload.params(),
             r.lock,
@@ -120,6 +120,7 @@ pub fn csv(rows: &[Row]) -> String {
             f(p.map(|p| p.p90)),
             f(p.map(|p| p.p99)),
             f(p.map(|p| p.max)),
+            p.map_or(String::new(), |p| p.count.to_string()),
         );
     }
     out
@@ -438,7 +439,9 @@ pub fn markdown(rows: &[Row], machine: &str, command: &str, date: &str) -> Strin
     let _ = writeln!(
         out,
         "- Figures: median of the repetitions (min and max beside it), operations per second; \
-         `*` marks more threads than cores (oversubscribed); cores = CPU time / wall time.\n"
+         `*` marks more threads than cores (oversubscribed); cores = CPU time / wall time. \
+         Writer latency: the repetition with the median p99, its writer's waits in microseconds \
+         and the writes it completed (a handful of writes makes its percentiles one wait each).\n"
     );
     for (_, title, group) in plot_groups(rows) {
         let _ = writeln!(out, "### {title}\n");
@@ -448,11 +451,11 @@ pub fn markdown(rows: &[Row], machine: &str, command: &str, date: &str) -> Strin
         if latency {
             let _ = writeln!(
                 out,
-                "| lock | {x} | writer wait p50 (us) | p90 | p99 | max | reader ops/s | cores |"
+                "| lock | {x} | writer wait p50 (us) | p90 | p99 | max | writes | reader ops/s | cores |"
             );
             let _ = writeln!(
                 out,
-                "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+                "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
             );
         } else {
             let _ = writeln!(out, "| lock | {x} | median ops/s | min | max | cores |");
@@ -472,12 +475,13 @@ pub fn markdown(rows: &[Row], machine: &str, command: &str, date: &str) -> Strin
                 (true, Some(p)) => {
                     let _ = writeln!(
                         out,
-                        "| {} | {xv} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {:.2} |",
+                        "| {} | {xv} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} | {:.2} |",
                         r.lock,
                         p.p50 / 1e3,
                         p.p90 / 1e3,
                         p.p99 / 1e3,
                         p.max / 1e3,
+                        p.count,
                         si(r.median),
                         r.busy_cores
                     );
