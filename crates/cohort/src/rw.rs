@@ -15,9 +15,10 @@
 //! # Patience
 //!
 //! An RP writer or a WP reader that waits `patience` checks (one spin hint
-//! each, a `yield` every 64) raises the lock's barrier (RBarrier /
-//! WBarrier) and then waits without a limit (spin, yield, park). The paper
-//! used 1000 busy-wait iterations ([`DEFAULT_PATIENCE`]).
+//! each, a `yield` every 64) runs out of patience. An RP writer then raises
+//! RBarrier; a WP reader raises WBarrier against a relay of writers only
+//! (below). Either then waits without a limit (spin, yield, park). The
+//! paper used 1000 busy-wait iterations ([`DEFAULT_PATIENCE`]).
 //!
 //! An RP writer keeps its patience across its retries (Fig. 4 keeps
 //! `bRaised` across `goto start`; the count is kept the same way), and a
@@ -28,17 +29,22 @@
 //! 15 readers a writer went through up to 200 such retries, 0.4 µs each,
 //! before it raised RBarrier, and its p99 wait stayed near 100 µs
 //! (`docs/cohort.md`, "An RP writer's patience across its retries"). A WP
-//! reader starts over at each retry: its WBarrier holds writers back.
+//! reader counts its patience from zero at each retry (its WBarrier holds
+//! writers back), until the first time it runs out.
 //!
 //! A WP reader raises WBarrier only against a relay of writers: once a
-//! write acquisition was released after its patience ran out (the count in
-//! `WriterLine`) and the mutex is held again. Behind one writer's long
-//! hold (a writer preempted inside, or draining a reader preempted inside)
-//! the barrier would hold back only the writers after it, and each raiser
-//! must run again to lower it: at 64 threads on 2 cores that took a
-//! scheduling round, and C-RW-WP's writer p50 wait was 120 ms
+//! write acquisition was released after its patience first ran out (the
+//! count in `WriterLine`, noted then) and the mutex is held again. Behind
+//! one writer's long hold (a writer preempted inside, or draining a reader
+//! preempted inside) the barrier would hold back only the writers after it,
+//! and each raiser must run again to lower it: at 64 threads on 2 cores
+//! that took a scheduling round, and C-RW-WP's writer p50 wait was 120 ms
 //! (`docs/cohort.md`, "WBarrier against a relay only"). Such a reader
-//! waits for the hold to end or for a relay to show.
+//! waits for the hold to end or for a relay to show. The noted count is
+//! kept across the acquisition's retries: a reader that saw the hold end
+//! but lost the mutex's next hold to a writer raises at once at its retry,
+//! without counting its patience again. Otherwise a writer that released
+//! and retook the mutex, hold after hold, could keep it waiting for ever.
 //!
 //! Patience is also bounded in time: at the first of its yields that comes
 //! [`PATIENCE_TIME`] or more after its first yield, a waiter raises the
@@ -131,9 +137,32 @@ pub(crate) struct Patience {
     first_yield: Option<Instant>,
     /// Ran out: this waiter raised the barrier (Fig. 4's `bRaised`).
     pub(crate) raised: bool,
+    /// A WP reader: the writer mutex's [`releases`](Parts::releases) count
+    /// when this acquisition's patience first ran out (module docs,
+    /// "Patience"); kept by [`for_retry`](Self::for_retry).
+    relay_since: Option<u32>,
 }
 
 impl Patience {
+    /// A WP reader's patience that ran out when the release count was
+    /// `releases` (tests).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn ran_out_at(releases: u32) -> Patience {
+        Patience {
+            relay_since: Some(releases),
+            ..Patience::default()
+        }
+    }
+
+    /// A WP reader's patience for its next retry: the count starts over,
+    /// the release count noted when it first ran out is kept.
+    pub(crate) fn for_retry(&self) -> Patience {
+        Patience {
+            relay_since: self.relay_since,
+            ..Patience::default()
+        }
+    }
+
     /// Checks `ready()` until it holds (false) or this patience of `limit`
     /// checks runs out (true: the caller raises its barrier). One spin
     /// hint a check, a yield every 64; it also runs out at the first yield
@@ -186,7 +215,7 @@ pub(crate) enum Impatient {
     RpWriter,
     /// A writer-preference reader, for the writer mutex to be free; it
     /// raises WBarrier, but only against a relay: a write acquisition
-    /// released after its patience ran out (the mutex's
+    /// released after its patience first ran out (the mutex's
     /// [`releases`](Parts::releases) count moved) and the mutex held again
     /// (module docs, "Patience").
     WpReader,
@@ -478,6 +507,20 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
         // writes the count, and the mutex orders its holders. Readers only
         // read it to decide whether to raise WBarrier (a liveness choice:
         // a stale value delays or hastens a raise, never an exclusion).
+        //
+        // A WP reader parks on the count (`wait_patiently`), and `Waiters`
+        // asks for a SeqCst read-modify-write as the state change before
+        // `wake_all`. Here that RMW is the mutex's release, which follows
+        // this store in program order; for a cohort's local hand-off it is
+        // the local lock's, and the global lock a reader checks does not
+        // change. On x86-64 the release's locked instruction drains this
+        // store first, so a reader that parks has seen it or is woken. The
+        // language's memory model alone does not promise that: a reader
+        // could read the old count and park unseen. The next release's
+        // `wake_all` then wakes it. That is a raise one hold late, never a
+        // reader left parked while writers come and go. A SeqCst store
+        // here would close it at the cost of a locked instruction on every
+        // write release.
         let n = self.writer_line.releases.load(Ordering::Relaxed);
         self.writer_line
             .releases
@@ -560,10 +603,16 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
     }
 
     /// Waits until what `who` waits for (the readers drained, or the writer
-    /// gone), raising the barrier once `patience` checks have failed or at a
-    /// yield [`PATIENCE_TIME`] or more after the first (never with
-    /// `u32::MAX`); returns whether it raised it (the caller lowers it).
-    /// `patience` carries the count across the caller's retries.
+    /// gone), with a patience that runs out once `patience` checks have
+    /// failed or at a yield [`PATIENCE_TIME`] or more after the first
+    /// (never with `u32::MAX`); returns whether it raised its barrier (the
+    /// caller lowers it). An RP writer raises RBarrier when its patience
+    /// runs out. A WP reader raises WBarrier against a relay only: after
+    /// its patience first ran out in this acquisition (`patience` carries
+    /// the release count it noted then), once the count has moved and the
+    /// mutex is held; it returns `false` if the mutex falls free first.
+    /// `patience` carries the count across the caller's retries (a WP
+    /// reader passes [`Patience::for_retry`]).
     ///
     /// An RP writer's patience also ends where the next yield would give
     /// away a CPU that other threads wait for (module docs, "Patience").
@@ -582,15 +631,20 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
             wait();
             return false;
         }
-        if !patience.run_out(self.patience, ready, rp_writer) {
+        let wp_reader = matches!(who, Impatient::WpReader);
+        // A WP reader whose patience already ran out in this acquisition
+        // does not count it again (module docs, "Patience").
+        let ran_out = wp_reader && patience.relay_since.is_some();
+        if !ran_out && !patience.run_out(self.patience, ready, rp_writer) {
             return false;
         }
-        if matches!(who, Impatient::WpReader) {
+        if wp_reader {
             // Raise only against a relay: WBarrier would hold back only the
             // writers after the one inside, and each raiser must run again
             // to lower it. Wait for this hold to end, or for a relay to
-            // show (a release, and the mutex held again).
-            let since = self.releases();
+            // show (a release since the patience first ran out, and the
+            // mutex held again).
+            let since = *patience.relay_since.get_or_insert_with(|| self.releases());
             self.wait_until(|| !self.writer.is_locked() || self.releases() != since);
             if !self.writer.is_locked() {
                 return false;
@@ -890,8 +944,7 @@ mod tests {
     fn a_spent_patience_runs_out_at_once() {
         let mut patience = Patience {
             checks: DEFAULT_PATIENCE,
-            first_yield: None,
-            raised: false,
+            ..Patience::default()
         };
         let mut calls = 0;
         assert!(patience.run_out(

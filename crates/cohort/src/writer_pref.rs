@@ -10,8 +10,8 @@
 //!   if writer mutex is locked:              acquire writer mutex
 //!     depart                                while ReadIndr not empty: wait
 //!     wait until it is not locked,          <write critical section>
-//!       raising WBarrier once out of        release writer mutex
-//!       patience
+//!       raising WBarrier against a relay    release writer mutex
+//!       once out of patience
 //!     goto start
 //!   lower WBarrier if raised
 //!   <read critical section>
@@ -37,10 +37,13 @@
 //! cannot hold a reader off forever (`tests/starvation.rs`).
 //!
 //! Unlike the paper, a reader raises WBarrier only against a relay: a
-//! writer released the mutex after the reader's patience ran out, and the
-//! mutex is held again (`rw.rs`, "Patience"). Behind one writer's long hold
-//! it waits for that hold to end. A reader therefore waits out at most one
-//! more writer's hold than in the paper before its barrier goes up.
+//! writer released the mutex after the reader's patience first ran out, and
+//! the mutex is held again (`rw.rs`, "Patience"). Behind one writer's long
+//! hold it waits for that hold to end; if it then loses the mutex to the
+//! next writer, it raises at its retry without counting its patience again.
+//! Against the paper, a reader thus also waits out the hold during which its
+//! patience ran out, and the writers that queue behind that hold while the
+//! barrier is still down; every later writer waits for its barrier.
 //!
 //! The guard of a read carries the indicator slot it arrived at; the guard
 //! of a write carries the writer mutex's token (for a cohort, its node).
@@ -84,17 +87,20 @@ impl<M: WriterMutex, I: ReadIndicator> WriterPref<M, I> {
     #[cold]
     fn lock_shared_slow(&self, node: usize) -> ReaderToken {
         let mut raised = false;
+        let mut patience = Patience::default();
         loop {
             if raised {
                 self.parts.wait_until(|| !self.parts.writer.is_locked());
             } else {
-                // Patience starts over at each retry: a WP reader's barrier
+                // The count starts over at each retry: a WP reader's barrier
                 // holds writers back, against what this lock promises, so it
-                // waits its full patience each time (module docs of `rw`,
-                // "Patience").
+                // waits its full patience each time, until the first time
+                // it runs out; the release count noted then is kept (module
+                // docs of `rw`, "Patience").
+                patience = patience.for_retry();
                 raised = self
                     .parts
-                    .wait_patiently(&mut Patience::default(), Impatient::WpReader);
+                    .wait_patiently(&mut patience, Impatient::WpReader);
             }
             let token = self.parts.arrive(node);
             if !self.parts.writer.is_locked() {
@@ -253,5 +259,44 @@ mod tests {
             lock.parts.barrier_down(),
             "the reader did not lower WBarrier"
         );
+    }
+
+    /// A retry of a WP reader whose patience already ran out in this
+    /// acquisition (it noted the release count, saw that hold end, and lost
+    /// the mutex to the next one) raises WBarrier against the next hold at
+    /// once, without counting its patience again and without waiting for
+    /// that hold to end. Noting the count afresh at each retry fails it:
+    /// a writer releasing and retaking the mutex could then hold the reader
+    /// off hold after hold.
+    #[test]
+    fn a_retry_after_patience_ran_out_raises_against_the_next_hold() {
+        let lock: WriterPref<TicketLock, IngressEgress> =
+            WriterPref::from_parts(TicketLock::new(), IngressEgress::new(1), 1);
+        let lock = &lock;
+        // The hold the reader's patience ran out in, released.
+        let noted = lock.parts.releases();
+        let first = lock.lock_exclusive_on(0);
+        // SAFETY: our own write acquisition.
+        unsafe { lock.unlock_exclusive_guard(first) };
+        // The next hold, which the reader lost.
+        let second = lock.lock_exclusive_on(0);
+        std::thread::scope(|s| {
+            let retry = s.spawn(move || {
+                let mut patience = Patience::ran_out_at(noted).for_retry();
+                lock.parts
+                    .wait_patiently(&mut patience, Impatient::WpReader)
+            });
+            let raised = eventually(Duration::from_secs(10), || !lock.parts.barrier_down());
+            // SAFETY: our own write acquisition.
+            unsafe { lock.unlock_exclusive_guard(second) };
+            let returned_raised = retry.join().unwrap();
+            assert!(
+                raised,
+                "a retry whose patience had run out did not raise WBarrier against the next hold"
+            );
+            assert!(returned_raised, "wait_patiently did not report its raise");
+            lock.parts.lower_barrier();
+        });
+        assert!(lock.parts.barrier_down());
     }
 }
