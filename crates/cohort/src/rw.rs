@@ -144,19 +144,15 @@ pub(crate) struct Patience {
 }
 
 impl Patience {
-    /// A WP reader's patience that ran out when the release count was
-    /// `releases` (tests).
+    /// Whether a WP reader's patience ran out in this acquisition (tests).
     #[cfg(all(test, not(loom)))]
-    pub(crate) fn ran_out_at(releases: u32) -> Patience {
-        Patience {
-            relay_since: Some(releases),
-            ..Patience::default()
-        }
+    pub(crate) fn ran_out(&self) -> bool {
+        self.relay_since.is_some()
     }
 
     /// A WP reader's patience for its next retry: the count starts over,
     /// the release count noted when it first ran out is kept.
-    pub(crate) fn for_retry(&self) -> Patience {
+    fn for_retry(&self) -> Patience {
         Patience {
             relay_since: self.relay_since,
             ..Patience::default()
@@ -602,6 +598,15 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
         }
     }
 
+    /// A WP reader's wait at each try of one acquisition, with the
+    /// acquisition's `patience`: [`wait_patiently`](Self::wait_patiently)
+    /// with the check count started over and the release count noted when
+    /// the patience first ran out kept (module docs, "Patience").
+    pub(crate) fn wait_as_wp_reader(&self, patience: &mut Patience) -> bool {
+        *patience = patience.for_retry();
+        self.wait_patiently(patience, Impatient::WpReader)
+    }
+
     /// Waits until what `who` waits for (the readers drained, or the writer
     /// gone), with a patience that runs out once `patience` checks have
     /// failed or at a yield [`PATIENCE_TIME`] or more after the first
@@ -612,7 +617,7 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
     /// the release count it noted then), once the count has moved and the
     /// mutex is held; it returns `false` if the mutex falls free first.
     /// `patience` carries the count across the caller's retries (a WP
-    /// reader passes [`Patience::for_retry`]).
+    /// reader calls it through [`wait_as_wp_reader`](Self::wait_as_wp_reader)).
     ///
     /// An RP writer's patience also ends where the next yield would give
     /// away a CPU that other threads wait for (module docs, "Patience").

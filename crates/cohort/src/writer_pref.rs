@@ -50,9 +50,7 @@
 
 use crate::CPtlTkt;
 use crate::indicator::{IngressEgress, ReadIndicator};
-use crate::rw::{
-    Impatient, Parts, Patience, ReaderToken, WriterMutex, dekker_fence, impl_raw_rwlock,
-};
+use crate::rw::{Parts, Patience, ReaderToken, WriterMutex, dekker_fence, impl_raw_rwlock};
 
 /// The writer-preference lock over writer mutex `M` and read indicator `I`;
 /// see the [module docs](self). [`CRwWp`](crate::CRwWp) is the paper's
@@ -97,10 +95,7 @@ impl<M: WriterMutex, I: ReadIndicator> WriterPref<M, I> {
                 // waits its full patience each time, until the first time
                 // it runs out; the release count noted then is kept (module
                 // docs of `rw`, "Patience").
-                patience = patience.for_retry();
-                raised = self
-                    .parts
-                    .wait_patiently(&mut patience, Impatient::WpReader);
+                raised = self.parts.wait_as_wp_reader(&mut patience);
             }
             let token = self.parts.arrive(node);
             if !self.parts.writer.is_locked() {
@@ -261,40 +256,61 @@ mod tests {
         );
     }
 
-    /// A retry of a WP reader whose patience already ran out in this
-    /// acquisition (it noted the release count, saw that hold end, and lost
-    /// the mutex to the next one) raises WBarrier against the next hold at
-    /// once, without counting its patience again and without waiting for
-    /// that hold to end. Noting the count afresh at each retry fails it:
-    /// a writer releasing and retaking the mutex could then hold the reader
-    /// off hold after hold.
+    /// A WP reader whose patience ran out in one hold, saw it end and
+    /// lost the mutex to the next hold, raises WBarrier against that next
+    /// hold at its retry, at once: the two tries of one acquisition, each
+    /// through `wait_as_wp_reader` with the acquisition's patience, with
+    /// the main thread taking the second hold only after the first try
+    /// returned. A retry that notes the release count afresh (a new
+    /// `Patience`, or a `for_retry` that drops the note) fails it: a writer
+    /// releasing and retaking the mutex could then hold the reader off
+    /// hold after hold.
     #[test]
     fn a_retry_after_patience_ran_out_raises_against_the_next_hold() {
         let lock: WriterPref<TicketLock, IngressEgress> =
             WriterPref::from_parts(TicketLock::new(), IngressEgress::new(1), 1);
         let lock = &lock;
-        // The hold the reader's patience ran out in, released.
-        let noted = lock.parts.releases();
         let first = lock.lock_exclusive_on(0);
-        // SAFETY: our own write acquisition.
-        unsafe { lock.unlock_exclusive_guard(first) };
-        // The next hold, which the reader lost.
-        let second = lock.lock_exclusive_on(0);
+        let (started, started_rx) = std::sync::mpsc::channel();
+        let (tried, tried_rx) = std::sync::mpsc::channel();
+        let (go, go_rx) = std::sync::mpsc::channel::<()>();
         std::thread::scope(|s| {
-            let retry = s.spawn(move || {
-                let mut patience = Patience::ran_out_at(noted).for_retry();
-                lock.parts
-                    .wait_patiently(&mut patience, Impatient::WpReader)
+            let reader = s.spawn(move || {
+                let mut patience = Patience::default();
+                // First try: patience 1 runs out against the first hold,
+                // which then ends without another one beginning.
+                started.send(()).unwrap();
+                let raised = lock.parts.wait_as_wp_reader(&mut patience);
+                tried.send((raised, patience.ran_out())).unwrap();
+                // Retry, once the second hold has begun.
+                go_rx.recv().unwrap();
+                lock.parts.wait_as_wp_reader(&mut patience)
             });
+            // Let the reader run out of patience and wait, then end the hold.
+            started_rx.recv().unwrap();
+            std::thread::sleep(Duration::from_millis(200));
+            // SAFETY: our own write acquisition.
+            unsafe { lock.unlock_exclusive_guard(first) };
+            let (raised_first, ran_out) = tried_rx.recv().unwrap();
+            assert!(
+                ran_out,
+                "the reader's first try did not run out of patience (not scheduled for 200 ms?)"
+            );
+            assert!(
+                !raised_first,
+                "the first try raised WBarrier behind one writer's hold"
+            );
+            let second = lock.lock_exclusive_on(0);
+            go.send(()).unwrap();
             let raised = eventually(Duration::from_secs(10), || !lock.parts.barrier_down());
             // SAFETY: our own write acquisition.
             unsafe { lock.unlock_exclusive_guard(second) };
-            let returned_raised = retry.join().unwrap();
+            let retry_raised = reader.join().unwrap();
             assert!(
                 raised,
                 "a retry whose patience had run out did not raise WBarrier against the next hold"
             );
-            assert!(returned_raised, "wait_patiently did not report its raise");
+            assert!(retry_raised, "wait_patiently did not report its raise");
             lock.parts.lower_barrier();
         });
         assert!(lock.parts.barrier_down());
