@@ -181,6 +181,12 @@ mod tests {
     use super::*;
     use crate::ticket::TicketLock;
 
+    /// A lock whose readers run out of patience at their first check, with
+    /// a ticket lock as the writer mutex (which shows queued writers).
+    fn impatient_lock() -> WriterPref<TicketLock, IngressEgress> {
+        WriterPref::from_parts(TicketLock::new(), IngressEgress::new(1), 1)
+    }
+
     /// Waits up to `limit` for `cond`, polling.
     fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
         let start = Instant::now();
@@ -201,8 +207,7 @@ mod tests {
     /// writer queued.)
     #[test]
     fn wbarrier_goes_up_against_a_relay_not_one_long_hold() {
-        let lock: WriterPref<TicketLock, IngressEgress> =
-            WriterPref::from_parts(TicketLock::new(), IngressEgress::new(1), 1);
+        let lock = impatient_lock();
         let lock = &lock;
         let first = lock.lock_exclusive_on(0);
         std::thread::scope(|s| {
@@ -267,8 +272,7 @@ mod tests {
     /// hold after hold.
     #[test]
     fn a_retry_after_patience_ran_out_raises_against_the_next_hold() {
-        let lock: WriterPref<TicketLock, IngressEgress> =
-            WriterPref::from_parts(TicketLock::new(), IngressEgress::new(1), 1);
+        let lock = impatient_lock();
         let lock = &lock;
         let first = lock.lock_exclusive_on(0);
         let (started, started_rx) = std::sync::mpsc::channel();
