@@ -200,6 +200,51 @@ fn loom_tests_c_rw_wp_one_node() {
     });
 }
 
+/// C-RW-RP's reader retreat (`reader_pref`, "Oversubscription"; inside a
+/// model every wait counts as on a shared CPU, and a reader retreats once
+/// per acquisition): two writers and a reader over a ticket lock. A reader
+/// that meets a writer departs, waits for the mutex to be free and arrives
+/// again; meanwhile the other writer may take the mutex, find no reader
+/// and enter, so the reader must check the mutex again after arriving.
+/// No barrier (patience `u32::MAX`), which keeps the model to this path.
+#[test]
+fn loom_tests_c_rw_rp_reader_retreats() {
+    loom::model(|| {
+        let lock = ReaderPref::from_parts(TicketLock::new(), IngressEgress::new(1), u32::MAX);
+        let s = Shared::new(lock);
+        let w = {
+            let s = s.clone();
+            thread::spawn(move || {
+                let g = s.lock.lock_exclusive_on(0);
+                s.bump();
+                // SAFETY: our own acquisition.
+                unsafe { s.lock.unlock_exclusive_guard(g) };
+            })
+        };
+        let r = {
+            let s = s.clone();
+            thread::spawn(move || {
+                let g = s.lock.lock_shared_on(0);
+                let v = s.get();
+                // SAFETY: our own acquisition.
+                unsafe { s.lock.unlock_shared_token(g) };
+                v
+            })
+        };
+        let g = s.lock.lock_exclusive_on(0);
+        s.bump();
+        // SAFETY: our own acquisition.
+        unsafe { s.lock.unlock_exclusive_guard(g) };
+        assert!(r.join().unwrap() <= 2);
+        w.join().unwrap();
+        let g = s.lock.lock_shared_on(0);
+        assert_eq!(s.get(), 2);
+        // SAFETY: our own acquisition.
+        unsafe { s.lock.unlock_shared_token(g) };
+        assert!(!lock_api::RawRwLock::is_locked(&s.lock));
+    });
+}
+
 /// Three acquisitions of one ticket lock: the only shape in which a waiter
 /// finds more than one ticket ahead of it, and so waits for the queue to
 /// move (`TicketLock::wait_for`'s first loop, a fresh wait per hand-off)

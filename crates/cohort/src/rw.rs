@@ -1,7 +1,7 @@
 //! What the four reader-writer locks share (PPoPP'13 Section 3.5, "RW lock
 //! generalization"): a writer mutex with an `is_locked` query, a read
-//! indicator, a central barrier for impatient waiters, and one parking
-//! place.
+//! indicator, a central barrier for impatient waiters, and two parking
+//! places.
 //!
 //! # Waiting
 //!
@@ -11,6 +11,17 @@
 //! releasing, a barrier lowered, `WActive` cleared) does so with a SeqCst
 //! read-modify-write and then calls `wake_all`, which costs one load of a
 //! read-mostly line unless somebody parked.
+//!
+//! Writers waiting for the read indicator to empty park in a place of their
+//! own; everyone else (readers waiting for a writer or a barrier, WP readers
+//! watching the release count) parks in the other. A departing reader wakes
+//! the writers' place. In C-RW-RP that is all it wakes
+//! (`Parts::QUIET_DEPARTURES`): its readers wait for the writer mutex and
+//! the barrier, which a departure does not change, and with one place for
+//! both every departure while a writer was parked woke every parked reader,
+//! which parked again (`docs/cohort.md`, "C-RW-RP past 16 threads"). The
+//! other locks' departures also wake the other place, as before the split:
+//! without it C-RW-RP-opt's writers waited longer (`docs/cohort.md`, ibid.).
 //!
 //! # Patience
 //!
@@ -384,13 +395,18 @@ impl ReaderToken {
     }
 }
 
-/// The central barrier and the parking place, on one read-mostly line.
+/// The central barrier and the two parking places, on one read-mostly line.
 #[derive(Debug)]
 struct Gate {
     /// RBarrier (reader-preference locks) or WBarrier (writer preference):
     /// how many impatient waiters hold the other side back.
     barrier: AtomicU32,
+    /// Threads waiting for the writer side: the writer mutex released, a
+    /// barrier lowered, `WActive` cleared, the release count moved.
     waiters: Waiters,
+    /// Writers waiting for the read indicator to empty; woken by departing
+    /// readers alone (module docs, "Waiting").
+    drained: Waiters,
 }
 
 /// No writer is past the writer mutex (`WriterLine::state`).
@@ -417,8 +433,12 @@ pub(crate) struct WriterLine {
 }
 
 /// The parts every reader-writer lock of this crate is made of.
+///
+/// `QUIET_DEPARTURES`: a departing reader wakes only the writers parked for
+/// the indicator to empty (C-RW-RP), not also everyone parked in the other
+/// place (the other locks; module docs, "Waiting").
 #[derive(Debug)]
-pub(crate) struct Parts<M, I> {
+pub(crate) struct Parts<M, I, const QUIET_DEPARTURES: bool = false> {
     pub(crate) writer: M,
     pub(crate) readers: I,
     gate: CachePadded<Gate>,
@@ -426,7 +446,7 @@ pub(crate) struct Parts<M, I> {
     patience: u32,
 }
 
-impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
+impl<M: WriterMutex, I: ReadIndicator, const QUIET_DEPARTURES: bool> Parts<M, I, QUIET_DEPARTURES> {
     rwlock_core::loom_const_fn! {
         pub(crate) fn new(writer: M, readers: I, patience: u32) -> Self {
             Parts {
@@ -435,6 +455,7 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
                 gate: CachePadded::new(Gate {
                     barrier: AtomicU32::new(0),
                     waiters: Waiters::new(),
+                    drained: Waiters::new(),
                 }),
                 writer_line: CachePadded::new(WriterLine {
                     state: AtomicU8::new(IDLE),
@@ -472,8 +493,13 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
     pub(crate) unsafe fn depart(&self, token: ReaderToken) {
         // SAFETY: forwarded from the caller.
         unsafe { self.readers.depart(token.slot) };
-        // The departure was a SeqCst RMW (ReadIndicator's contract).
-        self.gate.waiters.wake_all();
+        // The departure was a SeqCst RMW (ReadIndicator's contract). Only
+        // writers wait for the indicator to empty; the other place too,
+        // unless departures are quiet (module docs, "Waiting").
+        self.gate.drained.wake_all();
+        if !QUIET_DEPARTURES {
+            self.gate.waiters.wake_all();
+        }
     }
 
     /// The writer holding the mutex finished its consensus: from now until
@@ -565,6 +591,21 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
         self.gate.waiters.wait_until::<ParkWhenShared>(ready);
     }
 
+    /// [`wait_until_rp`](Self::wait_until_rp) for a waiter that holds a
+    /// claim others may wait on (an arrived RP reader): where the wait
+    /// would leave a CPU that other threads wait for, it calls `retreat`
+    /// once, then goes on waiting ([`Waiters::wait_until_or_retreat`]).
+    #[inline]
+    pub(crate) fn wait_until_rp_or_retreat(
+        &self,
+        ready: impl FnMut() -> bool,
+        retreat: impl FnMut(),
+    ) {
+        self.gate
+            .waiters
+            .wait_until_or_retreat::<ParkWhenShared>(ready, retreat);
+    }
+
     /// Waits (spin, yield, park) until `ready()`.
     #[inline]
     pub(crate) fn wait_until(&self, ready: impl FnMut() -> bool) {
@@ -575,14 +616,18 @@ impl<M: WriterMutex, I: ReadIndicator> Parts<M, I> {
     /// C-RW-WP).
     #[inline]
     pub(crate) fn wait_drained(&self) {
-        self.wait_until(|| self.readers.is_empty());
+        self.gate
+            .drained
+            .wait_until::<DefaultWait>(|| self.readers.is_empty());
     }
 
     /// [`wait_drained`](Self::wait_drained) as the reader-preference
     /// writers wait ([`ParkWhenShared`]).
     #[inline]
     pub(crate) fn wait_drained_rp(&self) {
-        self.wait_until_rp(|| self.readers.is_empty());
+        self.gate
+            .drained
+            .wait_until::<ParkWhenShared>(|| self.readers.is_empty());
     }
 
     /// An RP writer's wait for the readers to drain (Fig. 4 lines 15-20):
