@@ -81,10 +81,11 @@
 //! slices raises its barrier after about one slice, not fifteen. An RP
 //! writer whose yields show that other threads wait for its CPU raises
 //! RBarrier instead of yielding again (module `rw`, "Patience"). A
-//! C-RW-RP reader whose wait would give its CPU away departs while it
-//! waits for the writer mutex, so that writers never wait for a reader
-//! that is not running (module `reader_pref`, "Oversubscription"); with a
-//! CPU per thread it waits arrived, as in the paper. The
+//! C-RW-RP reader that would give its CPU away while it waits for the
+//! writer mutex departs first, up to 16 times per acquisition, so that
+//! writers do not wait for it while it is not running (module
+//! `reader_pref`, "Oversubscription"); with a CPU per thread it waits
+//! arrived, as in the paper. The
 //! cohort's bound on consecutive local hand-offs is
 //! [`DEFAULT_HANDOFF_BOUND`] = 64.
 //!

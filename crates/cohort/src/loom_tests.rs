@@ -207,9 +207,14 @@ fn loom_tests_c_rw_wp_one_node() {
 /// again; meanwhile the other writer may take the mutex, find no reader
 /// and enter, so the reader must check the mutex again after arriving.
 /// No barrier (patience `u32::MAX`), which keeps the model to this path.
+/// At least 4 preemptions: with the suite's 3 the reader never reaches its
+/// wait after arriving again (a review found this by mutation); 4 reaches
+/// it.
 #[test]
 fn loom_tests_c_rw_rp_reader_retreats() {
-    loom::model(|| {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(builder.preemption_bound.map_or(4, |b| b.max(4)));
+    builder.check(|| {
         let lock = ReaderPref::from_parts(TicketLock::new(), IngressEgress::new(1), u32::MAX);
         let s = Shared::new(lock);
         let w = {

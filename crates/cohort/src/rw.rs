@@ -13,15 +13,17 @@
 //! read-mostly line unless somebody parked.
 //!
 //! Writers waiting for the read indicator to empty park in a place of their
-//! own; everyone else (readers waiting for a writer or a barrier, WP readers
-//! watching the release count) parks in the other. A departing reader wakes
-//! the writers' place. In C-RW-RP that is all it wakes
-//! (`Parts::QUIET_DEPARTURES`): its readers wait for the writer mutex and
-//! the barrier, which a departure does not change, and with one place for
-//! both every departure while a writer was parked woke every parked reader,
-//! which parked again (`docs/cohort.md`, "C-RW-RP past 16 threads"). The
-//! other locks' departures also wake the other place, as before the split:
-//! without it C-RW-RP-opt's writers waited longer (`docs/cohort.md`, ibid.).
+//! own; everyone else (readers waiting for a writer or a barrier, RP and WP
+//! readers watching the release count) parks in the other. A departing
+//! reader wakes the writers' place. In C-RW-RP that is all it wakes
+//! (`Parts::QUIET_DEPARTURES`): nothing in the other place waits for a
+//! departure, and with one place for both every departure while a writer
+//! was parked woke every parked reader, which parked again
+//! (`docs/cohort.md`, "C-RW-RP past 16 threads"). The other locks'
+//! departures also wake the other place, as the one place did. Nothing
+//! there needs it either (their loom models pass without it), but in one
+//! measurement without it C-RW-RP-opt's writers waited longer, for a
+//! reason not established (`docs/cohort.md`, ibid.).
 //!
 //! # Patience
 //!
@@ -426,9 +428,11 @@ pub(crate) struct WriterLine {
     /// `is_locked_exclusive` and, in C-RW-RP-opt, by readers (it is the
     /// paper's `WActive`: not `IDLE`).
     pub(crate) state: AtomicU8,
-    /// C-RW-WP: how many write acquisitions have been released (wrapping),
-    /// read by waiting readers to tell one writer's long hold from a relay
-    /// of writers ([`Impatient::WpReader`]).
+    /// C-RW-WP and C-RW-RP: how many times the writer mutex was released
+    /// (wrapping; [`Parts::count_release`] says which releases count), read
+    /// by waiting readers to tell one writer's long hold from a relay of
+    /// writers ([`Impatient::WpReader`]), or, in C-RW-RP, by a departed
+    /// reader to see the hold it met end.
     releases: AtomicU32,
 }
 
@@ -520,17 +524,21 @@ impl<M: WriterMutex, I: ReadIndicator, const QUIET_DEPARTURES: bool> Parts<M, I,
         self.writer_line.state.store(IDLE, Ordering::Relaxed);
     }
 
-    /// C-RW-WP: counts a release of the writer mutex by a writer that was
-    /// inside ([`releases`](Self::releases)). The holder calls it before
-    /// the release, as [`leave`](Self::leave).
+    /// C-RW-WP and C-RW-RP: counts a release of the writer mutex
+    /// ([`releases`](Self::releases)): in C-RW-WP by a writer that was
+    /// inside, in C-RW-RP also by one that backs off from readers. The
+    /// holder calls it before the release, as [`leave`](Self::leave).
     #[inline]
     pub(crate) fn count_release(&self) {
         // Relaxed load and store: only the holder of the writer mutex
         // writes the count, and the mutex orders its holders. Readers only
-        // read it to decide whether to raise WBarrier (a liveness choice:
-        // a stale value delays or hastens a raise, never an exclusion).
+        // read it to decide whether to raise WBarrier, or (a departed RP
+        // reader) when to arrive again and check the mutex: liveness
+        // choices; a stale value delays or hastens them, never an
+        // exclusion.
         //
-        // A WP reader parks on the count (`wait_patiently`), and `Waiters`
+        // A WP reader (and a departed RP reader) parks on the count
+        // (`wait_patiently`, `ReaderPref::lock_shared_slow`), and `Waiters`
         // asks for a SeqCst read-modify-write as the state change before
         // `wake_all`. Here that RMW is the mutex's release, which follows
         // this store in program order; for a cohort's local hand-off it is
@@ -539,8 +547,9 @@ impl<M: WriterMutex, I: ReadIndicator, const QUIET_DEPARTURES: bool> Parts<M, I,
         // store first, so a reader that parks has seen it or is woken. The
         // language's memory model alone does not promise that: a reader
         // could read the old count and park unseen. The next release's
-        // `wake_all` then wakes it. That is a raise one hold late, never a
-        // reader left parked while writers come and go. A SeqCst store
+        // `wake_all` then wakes it. That is a raise (or an RP reader's new
+        // arrival) one hold late, never a reader left parked while writers
+        // come and go. A SeqCst store
         // here would close it at the cost of a locked instruction on every
         // write release.
         let n = self.writer_line.releases.load(Ordering::Relaxed);
@@ -549,7 +558,8 @@ impl<M: WriterMutex, I: ReadIndicator, const QUIET_DEPARTURES: bool> Parts<M, I,
             .store(n.wrapping_add(1), Ordering::Relaxed);
     }
 
-    /// C-RW-WP: the count of released write acquisitions (a snapshot).
+    /// C-RW-WP and C-RW-RP: the count of releases (a snapshot; see
+    /// [`count_release`](Self::count_release)).
     #[inline]
     pub(crate) fn releases(&self) -> u32 {
         // Relaxed: see `count_release`.

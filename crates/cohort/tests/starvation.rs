@@ -82,7 +82,15 @@ fn reader_relay_vs_writer<L: OnNode>(lock: &L) -> Option<Duration> {
 
 /// Two writers relay on `lock` while a reader tries to get in; as above.
 fn writer_relay_vs_reader<L: OnNode>(lock: &L) -> Option<Duration> {
+    writer_relay_vs_reader_on(lock, false)
+}
+
+/// [`writer_relay_vs_reader`]; with `busy_beside_reader`, the writers run
+/// on one CPU and the reader on another beside a thread that spins there,
+/// so that its waits give its CPU away.
+fn writer_relay_vs_reader_on<L: OnNode>(lock: &L, busy_beside_reader: bool) -> Option<Duration> {
     let stop = AtomicBool::new(false);
+    let busy_stop = AtomicBool::new(false);
     // A writer announces a round, then queues; `entered` counts the rounds
     // it got in. The partner of a writer inside is queued exactly when it
     // announced more rounds than it entered.
@@ -91,10 +99,21 @@ fn writer_relay_vs_reader<L: OnNode>(lock: &L) -> Option<Duration> {
     let rounds = AtomicU64::new(0);
     let reader_in = AtomicBool::new(false);
     std::thread::scope(|s| {
+        if busy_beside_reader {
+            s.spawn(|| {
+                support::pin_to(0);
+                while !busy_stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            });
+        }
         for me in 0..2usize {
             let (stop, announced, entered, rounds, lock) =
                 (&stop, &announced, &entered, &rounds, lock);
             s.spawn(move || {
+                if busy_beside_reader {
+                    support::pin_to(1);
+                }
                 while !stop.load(Ordering::SeqCst) {
                     announced[me].fetch_add(1, Ordering::SeqCst);
                     let g = lock.exclusive_on(me);
@@ -120,6 +139,13 @@ fn writer_relay_vs_reader<L: OnNode>(lock: &L) -> Option<Duration> {
             std::thread::yield_now();
         }
         let r = s.spawn(|| {
+            if busy_beside_reader {
+                support::pin_to(0);
+                // Until a yield shows the CPU shared (the evidence a
+                // reader's wait reads), as it soon will beside the spinner.
+                let since = Instant::now();
+                while !rwlock_core::wait::yield_measured() && since.elapsed() < GIVE_UP {}
+            }
             let start = Instant::now();
             let g = lock.shared_on(0);
             let waited = start.elapsed();
@@ -135,6 +161,7 @@ fn writer_relay_vs_reader<L: OnNode>(lock: &L) -> Option<Duration> {
         let starved = !reader_in.load(Ordering::SeqCst);
         stop.store(true, Ordering::SeqCst);
         let waited = r.join().unwrap();
+        busy_stop.store(true, Ordering::Relaxed);
         (!starved).then_some(waited)
     })
 }
@@ -199,4 +226,20 @@ fn writer_stream_cannot_starve_a_c_rw_wp_reader() {
         writer_relay_vs_reader(&WriterPref::from_parts(m, i, u32::MAX)).is_none(),
         "control: without a barrier the relay should hold the reader off"
     );
+}
+
+/// A C-RW-RP reader whose CPU is shared departs while it waits for the
+/// writer mutex (`reader_pref.rs`, "Oversubscription"); writers that do
+/// not see it then enter. Against a relay of writers, whose mutex is never
+/// free, it still gets in: it waits only for the hold it saw to end before
+/// it arrives again, and after `MAX_RETREATS` departures it waits arrived,
+/// so the writers back off for it. (A reader that waited for the mutex to
+/// fall free, with no bound on its departures, starved here.)
+#[test]
+fn writer_stream_cannot_starve_a_c_rw_rp_reader_on_a_shared_cpu() {
+    let _serial = serial();
+    let (m, i, p) = parts(cohort::DEFAULT_PATIENCE);
+    let waited = writer_relay_vs_reader_on(&ReaderPref::from_parts(m, i, p), true)
+        .expect("C-RW-RP reader on a shared CPU starved by a writer stream");
+    eprintln!("C-RW-RP reader on a shared CPU got in after {waited:?}");
 }
