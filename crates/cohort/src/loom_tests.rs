@@ -161,13 +161,12 @@ fn loom_tests_c_rw_rp_ingress_egress() {
     ));
 }
 
-/// C-RW-WP over a one-node cohort (the local lock alone is the mutex and
-/// the writers' `is_locked`): two writers and a reader.
-#[test]
-fn loom_tests_c_rw_wp_one_node() {
-    loom::model(|| {
-        let lock = WriterPref::from_parts(CPtlTkt::with_config(1, 64), IngressEgress::new(1), 1);
-        let s = Shared::new(lock);
+/// Two writers (a spawned thread and the main one) and a reader on one
+/// node of `$make`; then a read that must see both writes. Evaluates to the
+/// shared lock and data.
+macro_rules! two_writers_and_a_reader {
+    ($make:expr) => {{
+        let s = Shared::new($make);
         let w = {
             let s = s.clone();
             thread::spawn(move || {
@@ -197,55 +196,43 @@ fn loom_tests_c_rw_wp_one_node() {
         assert_eq!(s.get(), 2);
         // SAFETY: our own acquisition.
         unsafe { s.lock.unlock_shared_token(g) };
+        s
+    }};
+}
+
+/// C-RW-WP over a one-node cohort (the local lock alone is the mutex and
+/// the writers' `is_locked`): two writers and a reader.
+#[test]
+fn loom_tests_c_rw_wp_one_node() {
+    loom::model(|| {
+        two_writers_and_a_reader!(WriterPref::from_parts(
+            CPtlTkt::with_config(1, 64),
+            IngressEgress::new(1),
+            1
+        ));
     });
 }
 
 /// C-RW-RP's reader retreat (`reader_pref`, "Oversubscription"; inside a
 /// model every wait counts as on a shared CPU, and a reader retreats once
 /// per acquisition): two writers and a reader over a ticket lock. A reader
-/// that meets a writer departs, waits for the mutex to be free and arrives
-/// again; meanwhile the other writer may take the mutex, find no reader
-/// and enter, so the reader must check the mutex again after arriving.
-/// No barrier (patience `u32::MAX`), which keeps the model to this path.
-/// At least 4 preemptions: with the suite's 3 the reader never reaches its
-/// wait after arriving again (a review found this by mutation); 4 reaches
-/// it.
+/// that meets a writer departs, waits for the mutex to be free or the hold
+/// it saw to end, and arrives again; meanwhile the other writer may take
+/// the mutex, find no reader and enter, so the reader must check the mutex
+/// again after arriving. No barrier (patience `u32::MAX`), which keeps the
+/// model to this path. At least 4 preemptions: with the suite's 3 the
+/// reader never reaches its wait after arriving again (a review found this
+/// by mutation); 4 reaches it.
 #[test]
 fn loom_tests_c_rw_rp_reader_retreats() {
     let mut builder = loom::model::Builder::new();
     builder.preemption_bound = Some(builder.preemption_bound.map_or(4, |b| b.max(4)));
     builder.check(|| {
-        let lock = ReaderPref::from_parts(TicketLock::new(), IngressEgress::new(1), u32::MAX);
-        let s = Shared::new(lock);
-        let w = {
-            let s = s.clone();
-            thread::spawn(move || {
-                let g = s.lock.lock_exclusive_on(0);
-                s.bump();
-                // SAFETY: our own acquisition.
-                unsafe { s.lock.unlock_exclusive_guard(g) };
-            })
-        };
-        let r = {
-            let s = s.clone();
-            thread::spawn(move || {
-                let g = s.lock.lock_shared_on(0);
-                let v = s.get();
-                // SAFETY: our own acquisition.
-                unsafe { s.lock.unlock_shared_token(g) };
-                v
-            })
-        };
-        let g = s.lock.lock_exclusive_on(0);
-        s.bump();
-        // SAFETY: our own acquisition.
-        unsafe { s.lock.unlock_exclusive_guard(g) };
-        assert!(r.join().unwrap() <= 2);
-        w.join().unwrap();
-        let g = s.lock.lock_shared_on(0);
-        assert_eq!(s.get(), 2);
-        // SAFETY: our own acquisition.
-        unsafe { s.lock.unlock_shared_token(g) };
+        let s = two_writers_and_a_reader!(ReaderPref::from_parts(
+            TicketLock::new(),
+            IngressEgress::new(1),
+            u32::MAX
+        ));
         assert!(!lock_api::RawRwLock::is_locked(&s.lock));
     });
 }
