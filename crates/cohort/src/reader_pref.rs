@@ -134,8 +134,8 @@ impl<M: WriterMutex, I: ReadIndicator> ReaderPref<M, I> {
                         departed_at.set(Some(self.parts.releases()));
                         #[cfg(all(test, not(loom), target_os = "linux"))]
                         tests::RETREATS.with(|r| r.set(r.get() + 1));
-                        // SAFETY: our own arrival, taken out of `arrived`
-                        // so that it departs once.
+                        // `arrived` is now None: this arrival departs once.
+                        // SAFETY: our own arrival, not yet departed.
                         unsafe { self.parts.depart(t) };
                     }
                 }
@@ -257,9 +257,9 @@ mod tests {
         let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
         // SAFETY: `cpu` came from sched_getcpu, so it is below CPU_SETSIZE.
         unsafe { libc::CPU_SET(cpu, &mut set) };
+        let size = std::mem::size_of::<libc::cpu_set_t>();
         // SAFETY: pins the calling thread (0) to `set`, read for the call only.
-        let rc =
-            unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+        let rc = unsafe { libc::sched_setaffinity(0, size, &set) };
         assert_eq!(
             rc,
             0,
