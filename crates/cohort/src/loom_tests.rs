@@ -237,6 +237,52 @@ fn loom_tests_c_rw_rp_reader_retreats() {
     });
 }
 
+/// C-RW-RP's relay behind RBarrier (`rw.rs`, "Waiting"; inside a model
+/// the lowering always counts as on a shared CPU and wakes one reader):
+/// the main thread reads while a writer, out of patience at once (patience
+/// 1), raises RBarrier; two readers may then park behind it. The lowering
+/// wakes one; that one must wake the other, or the model deadlocks.
+#[test]
+fn loom_tests_c_rw_rp_barrier_relay() {
+    loom::model(|| {
+        let s = Shared::new(ReaderPref::from_parts(
+            TicketLock::new(),
+            IngressEgress::new(1),
+            1,
+        ));
+        let g = s.lock.lock_shared_on(0);
+        let w = {
+            let s = s.clone();
+            thread::spawn(move || {
+                let g = s.lock.lock_exclusive_on(0);
+                s.bump();
+                // SAFETY: our own acquisition.
+                unsafe { s.lock.unlock_exclusive_guard(g) };
+            })
+        };
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let s = s.clone();
+                thread::spawn(move || {
+                    let g = s.lock.lock_shared_on(0);
+                    let v = s.get();
+                    // SAFETY: our own acquisition.
+                    unsafe { s.lock.unlock_shared_token(g) };
+                    v
+                })
+            })
+            .collect();
+        assert_eq!(s.get(), 0);
+        // SAFETY: our own acquisition.
+        unsafe { s.lock.unlock_shared_token(g) };
+        for r in readers {
+            assert!(r.join().unwrap() <= 1);
+        }
+        w.join().unwrap();
+        assert!(!lock_api::RawRwLock::is_locked(&s.lock));
+    });
+}
+
 /// Three acquisitions of one ticket lock: the only shape in which a waiter
 /// finds more than one ticket ahead of it, and so waits for the queue to
 /// move (`TicketLock::wait_for`'s first loop, a fresh wait per hand-off)

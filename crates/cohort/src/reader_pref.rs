@@ -67,6 +67,14 @@
 //! for readers whose waits keep their CPU (with a CPU per thread, yields
 //! find nobody else to run, and no reader departs); on a shared CPU a
 //! reader gives way to the writers at most 16 times per acquisition.
+//!
+//! Readers held back by RBarrier park in a place of their own. On a shared
+//! CPU the lowering that brings the barrier down wakes as many of them as
+//! there are CPUs, and each passes the wake on to one more once it is past
+//! the barrier (`rw.rs`, "Waiting"): waking a hundred at once made them
+//! all runnable at once, and the lock fell to a tenth of its 2-thread
+//! throughput at 256 to 384 threads on 2 cores (`docs/cohort.md`, "C-RW-RP
+//! at 256 threads").
 
 use core::cell::Cell;
 
@@ -99,7 +107,7 @@ impl<M: WriterMutex, I: ReadIndicator> ReaderPref<M, I> {
     #[inline]
     pub fn lock_shared_on(&self, node: usize) -> ReaderToken {
         if !self.parts.barrier_down() {
-            self.parts.wait_until_rp(|| self.parts.barrier_down());
+            self.parts.wait_barrier_down_rp();
         }
         let token = self.parts.arrive(node);
         if self.parts.writer.is_locked() {
@@ -147,7 +155,7 @@ impl<M: WriterMutex, I: ReadIndicator> ReaderPref<M, I> {
             // Departed, and the mutex was free or the hold we saw ended:
             // arrive anew, as at the start.
             if !self.parts.barrier_down() {
-                self.parts.wait_until_rp(|| self.parts.barrier_down());
+                self.parts.wait_barrier_down_rp();
             }
             token = self.parts.arrive(node);
             if !self.parts.writer.is_locked() {

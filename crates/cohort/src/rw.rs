@@ -1,6 +1,6 @@
 //! What the four reader-writer locks share (PPoPP'13 Section 3.5, "RW lock
 //! generalization"): a writer mutex with an `is_locked` query, a read
-//! indicator, a central barrier for impatient waiters, and two parking
+//! indicator, a central barrier for impatient waiters, and three parking
 //! places.
 //!
 //! # Waiting
@@ -24,6 +24,26 @@
 //! there needs it either (their loom models pass without it), but in one
 //! measurement without it C-RW-RP-opt's writers waited longer, for a
 //! reason not established (`docs/cohort.md`, ibid.).
+//!
+//! C-RW-RP's readers held back by RBarrier park in a third place, which
+//! only the lowering that brings the barrier down wakes (a lowering that
+//! leaves it up changes nothing they wait for). With a CPU per thread it
+//! wakes them all. Where the lowering writer's recent yields gave its CPU
+//! away ([`rwlock_core::wait::cpu_shared_lately`]) it wakes only as many as
+//! there are CPUs, at most [`DEFAULT_LIMIT_MAX`]
+//! ([`Waiters::wake_some`]), and each reader that comes out of that wait
+//! wakes one more: a relay, GCR's restriction (`rwlock_core::restricted`)
+//! applied to a wake-up. Behind a barrier at 256 threads on 2 cores about
+//! a hundred readers were parked; waking them all at each lowering made
+//! them all runnable at once, most found the next writer's barrier up when
+//! they ran, and the woken ones preempted readers that were arrived,
+//! which every writer then waited for. C-RW-RP fell to 0.1 to 0.5 times its
+//! 2-thread throughput there (`docs/cohort.md`, "C-RW-RP at 256 threads").
+//! Every parked reader is still woken while the barrier stays down: each
+//! woken reader that finds it down passes the wake on; one that finds it
+//! raised again parks again, and the lowering of that barrier wakes more.
+//! Without the relay the loom model `loom_tests_c_rw_rp_barrier_relay`
+//! leaves a reader parked for ever (a deadlock).
 //!
 //! # Patience
 //!
@@ -93,6 +113,7 @@
 
 use std::time::{Duration, Instant};
 
+use rwlock_core::restricted::DEFAULT_LIMIT_MAX;
 use rwlock_core::sync::{AtomicU8, AtomicU32, Ordering, spin_loop, yield_now};
 use rwlock_core::wait::{DefaultWait, ParkWhenShared, Waiters};
 use rwlock_core::{CachePadded, Restricted};
@@ -112,6 +133,19 @@ pub const DEFAULT_PATIENCE: u32 = 1000;
 /// checks' own loads and for yields that return at once, so that with a
 /// CPU per thread the count usually runs out first.
 pub const PATIENCE_TIME: Duration = Duration::from_micros(100);
+
+/// How many of C-RW-RP's readers parked behind RBarrier its lowering
+/// wakes on a shared CPU: one per CPU the process may run on, at most
+/// [`DEFAULT_LIMIT_MAX`] (the restriction gate's cap), one inside a loom
+/// model; each passes the wake on (module docs, "Waiting").
+#[inline]
+fn relay_width() -> u32 {
+    if cfg!(loom) {
+        1
+    } else {
+        rwlock_core::wait::running_cpus().min(DEFAULT_LIMIT_MAX)
+    }
+}
 
 /// Whether a patient waiter's next yield would give its CPU to another
 /// thread for a time slice ([`rwlock_core::wait::cpu_shared_lately`]):
@@ -409,6 +443,9 @@ struct Gate {
     /// Writers waiting for the read indicator to empty; woken by departing
     /// readers alone (module docs, "Waiting").
     drained: Waiters,
+    /// C-RW-RP's readers held back by RBarrier; woken when it comes down,
+    /// all of them or, on a shared CPU, a relay (module docs, "Waiting").
+    barred: Waiters,
 }
 
 /// No writer is past the writer mutex (`WriterLine::state`).
@@ -460,6 +497,7 @@ impl<M: WriterMutex, I: ReadIndicator, const QUIET_DEPARTURES: bool> Parts<M, I,
                     barrier: AtomicU32::new(0),
                     waiters: Waiters::new(),
                     drained: Waiters::new(),
+                    barred: Waiters::new(),
                 }),
                 writer_line: CachePadded::new(WriterLine {
                     state: AtomicU8::new(IDLE),
@@ -616,6 +654,23 @@ impl<M: WriterMutex, I: ReadIndicator, const QUIET_DEPARTURES: bool> Parts<M, I,
             .wait_until_or_retreat::<ParkWhenShared>(ready, retreat);
     }
 
+    /// C-RW-RP: a reader's wait for RBarrier to come down, in the place
+    /// of its own, as the reader-preference locks wait
+    /// ([`ParkWhenShared`]); then it passes the wake-up on to one more
+    /// reader parked there, if any (module docs, "Waiting").
+    #[inline]
+    pub(crate) fn wait_barrier_down_rp(&self) {
+        self.gate
+            .barred
+            .wait_until::<ParkWhenShared>(|| self.barrier_down());
+        // No state change of ours: the barrier came down before `ready`
+        // saw it. `wake_some`'s SeqCst load of the count pairs with a
+        // later waiter's SeqCst increment and fence: either we see it
+        // registered and wake it, or its re-check sees the barrier as we
+        // did (or raised again: then the raiser's lowering wakes it).
+        self.gate.barred.wake_some(1);
+    }
+
     /// Waits (spin, yield, park) until `ready()`.
     #[inline]
     pub(crate) fn wait_until(&self, ready: impl FnMut() -> bool) {
@@ -730,11 +785,23 @@ impl<M: WriterMutex, I: ReadIndicator, const QUIET_DEPARTURES: bool> Parts<M, I,
     }
 
     /// Lowers a barrier this thread raised, and wakes those it held back.
+    /// C-RW-RP's readers (`barred`) wait for the barrier to be down, so
+    /// only the last lowering wakes them: all of them, or, where this
+    /// thread's recent yields gave its CPU away, as many as there are CPUs
+    /// (at most [`DEFAULT_LIMIT_MAX`]; one inside a loom model), each of
+    /// which wakes one more once past the barrier (module docs, "Waiting").
     pub(crate) fn lower_barrier(&self) {
         // SeqCst RMW: the parking protocol's state change.
         let before = self.gate.barrier.fetch_sub(1, Ordering::SeqCst);
         debug_assert!(before > 0);
         self.gate.waiters.wake_all();
+        if before == 1 {
+            if rwlock_core::wait::cpu_shared_lately() {
+                self.gate.barred.wake_some(relay_width());
+            } else {
+                self.gate.barred.wake_all();
+            }
+        }
     }
 
     /// Takes the writer mutex if it is free and no reader is inside (the

@@ -29,9 +29,11 @@
 //!   and sleeps unless the epoch moved (checked under the parking-lot bucket
 //!   lock); a thread that changes the state checks the count after its
 //!   change and, if somebody registered, bumps the epoch and wakes everybody
-//!   parked on the lock. The lock outlives its users, so its address is a
-//!   safe parking key. The lock's own re-check never runs under the bucket
-//!   lock, so it may panic (the waiter deregisters as it unwinds).
+//!   parked on the lock ([`Waiters::wake_all`]), or only the first few, who
+//!   pass the wake on ([`Waiters::wake_some`]). The lock outlives its
+//!   users, so its address is a safe parking key. The lock's own re-check
+//!   never runs under the bucket lock, so it may panic (the waiter
+//!   deregisters as it unwinds).
 //! - [`Latch`]: a one-shot gate on a waiter's own queue node (MCS-style local
 //!   spinning). The opener touches the node in one atomic operation, or under
 //!   the bucket lock while the waiter is provably still inside `park`, so the
@@ -508,7 +510,8 @@ impl Waiters {
         self as *const Self as usize
     }
 
-    /// This `Waiters`' wake epoch: bumped by every waking `wake_all*`.
+    /// This `Waiters`' wake epoch: bumped by every waking `wake_all*` and
+    /// `wake_some`.
     #[inline]
     fn epoch(&self) -> &crate::sync::AtomicU64 {
         #[cfg(loom)]
@@ -696,6 +699,65 @@ impl Waiters {
         // (store-load ordering after the caller's SeqCst RMW).
         if self.count.load(Ordering::SeqCst) != 0 {
             self.wake_all_slow();
+        }
+    }
+
+    /// Wakes at most `n` of the threads parked on this lock, the longest
+    /// parked first; the others stay parked. Call it right after the state
+    /// change, as [`wake_all`](Self::wake_all). A thread that registered
+    /// but has not parked yet does not park (the wake epoch moves, as in
+    /// `wake_all`), and is not counted in `n`.
+    ///
+    /// The caller owns the rest: a thread left parked sleeps until the next
+    /// wake of this `Waiters`. The intended use is a relay (GCR's idea,
+    /// `crate::restricted`, applied to a wake-up): the waker wakes as many
+    /// as can run, and each woken thread, once what it waited for is done,
+    /// wakes one more (`wake_some(1)`), so that where threads outnumber the
+    /// CPUs a change that releases many waiters makes only a few runnable
+    /// at a time, and every one of them still wakes while the state holds.
+    /// `n == 0` wakes nobody.
+    #[inline]
+    pub fn wake_some(&self, n: u32) {
+        #[cfg(loom)]
+        fence(Ordering::SeqCst);
+        // SeqCst: as in `wake_all`.
+        if n != 0 && self.count.load(Ordering::SeqCst) != 0 {
+            self.wake_some_slow(n);
+        }
+    }
+
+    #[cold]
+    fn wake_some_slow(&self, n: u32) {
+        // Release RMW: as in `wake_all_slow`.
+        #[cfg(loom)]
+        let bump = model::epochs();
+        #[cfg(not(loom))]
+        let bump = true;
+        if bump {
+            self.epoch().fetch_add(1, Ordering::Release);
+        }
+        #[cfg(loom)]
+        self.bucket.notify(n);
+        #[cfg(not(loom))]
+        {
+            let mut left = n;
+            // The key is our own lock's address; the filter and the token
+            // callback neither panic nor call into parking_lot.
+            // SAFETY: as above.
+            unsafe {
+                parking_lot_core::unpark_filter(
+                    self.key(),
+                    |_| {
+                        if left == 0 {
+                            parking_lot_core::FilterOp::Stop
+                        } else {
+                            left -= 1;
+                            parking_lot_core::FilterOp::Unpark
+                        }
+                    },
+                    |_| parking_lot_core::DEFAULT_UNPARK_TOKEN,
+                );
+            }
         }
     }
 
@@ -974,6 +1036,14 @@ impl ModelBucket {
         self.queue.notify_all();
     }
 
+    /// Wakes at most `n` sleepers (`unpark_filter` stopping after `n`).
+    pub(crate) fn notify(&self, n: u32) {
+        let _guard = self.lock.lock().unwrap();
+        for _ in 0..n {
+            self.queue.notify_one();
+        }
+    }
+
     /// Runs `f` under the bucket lock, then wakes a sleeper (`unpark_one`
     /// with a callback).
     fn notify_one_after(&self, f: impl FnOnce()) {
@@ -1128,6 +1198,70 @@ mod tests {
         }
     }
 
+    /// `wake_some(n)` wakes at most `n` parked threads, the others stay
+    /// parked until a later wake; a relay (each woken thread wakes one
+    /// more) wakes them all. A `wake_some` that woke everybody fails the
+    /// first count; a relay that lost a thread hangs the test (its join).
+    #[test]
+    fn wake_some_wakes_at_most_n_and_a_relay_wakes_every_waiter() {
+        use std::time::{Duration, Instant};
+        const THREADS: u32 = 5;
+        for relay in [false, true] {
+            let go = Arc::new(AtomicBool::new(false));
+            let out = Arc::new(crate::sync::AtomicU32::new(0));
+            let waiters = Arc::new(Waiters::new());
+            let handles: Vec<_> = (0..THREADS)
+                .map(|_| {
+                    let (go, out, w) = (go.clone(), out.clone(), waiters.clone());
+                    std::thread::spawn(move || {
+                        // Acquire: pairs with the SeqCst swap below.
+                        w.wait_until::<SpinYieldPark>(|| go.load(Ordering::Acquire));
+                        out.fetch_add(1, Ordering::SeqCst);
+                        if relay {
+                            w.wake_some(1);
+                        }
+                    })
+                })
+                .collect();
+            // Every thread registered, then time for all of them to park
+            // (a straggler that had not would see the epoch move and leave:
+            // a false failure, on a machine that stalls it for a second).
+            while waiters.count.load(Ordering::SeqCst) < THREADS {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            std::thread::sleep(Duration::from_secs(1));
+            go.swap(true, Ordering::SeqCst);
+            let woken_by = |n: u32| {
+                let start = Instant::now();
+                while out.load(Ordering::SeqCst) < n {
+                    assert!(
+                        start.elapsed() < Duration::from_secs(10),
+                        "a woken thread never ran"
+                    );
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                // Time for any thread woken beyond `n` to show.
+                std::thread::sleep(Duration::from_millis(100));
+                out.load(Ordering::SeqCst)
+            };
+            if relay {
+                waiters.wake_some(1);
+                assert_eq!(woken_by(THREADS), THREADS);
+            } else {
+                waiters.wake_some(2);
+                assert_eq!(woken_by(2), 2, "wake_some(2) woke more than 2");
+                waiters.wake_some(0);
+                waiters.wake_some(1);
+                assert_eq!(woken_by(3), 3, "wake_some(1) woke more than 1");
+                waiters.wake_all();
+                assert_eq!(woken_by(THREADS), THREADS);
+            }
+            for h in handles {
+                h.join().unwrap();
+            }
+        }
+    }
+
     /// Regression (issue 14): `ready` used to run inside parking_lot's
     /// `validate` callback, where a panic aborts the process. It now runs
     /// before parking: the panic reaches the caller, the waiter count goes
@@ -1250,6 +1384,34 @@ mod loom_tests {
             flag.swap(true, Ordering::SeqCst);
             waiters.wake_all();
             waiter.join().unwrap();
+        });
+    }
+
+    /// A relay: the waker sets the flag and wakes one waiter
+    /// (`wake_some(1)`); each waiter, once past its wait, wakes one more.
+    /// Whether a waiter is parked, registering or still checking when the
+    /// wake comes, a waiter left asleep is a deadlock.
+    #[test]
+    fn waiters_relay_wakes_every_waiter() {
+        model::set_epochs(true);
+        loom::model(|| {
+            let flag = Arc::new(AtomicBool::new(false));
+            let waiters = Arc::new(Waiters::new());
+            let spawn = || {
+                let (flag, waiters) = (flag.clone(), waiters.clone());
+                thread::spawn(move || {
+                    // Acquire: pairs with the waker's SeqCst swap.
+                    waiters.wait_until::<DefaultWait>(|| flag.load(Ordering::Acquire));
+                    waiters.wake_some(1);
+                })
+            };
+            let (a, b) = (spawn(), spawn());
+            yield_now();
+            // SeqCst RMW: the state change `wake_some` requires.
+            flag.swap(true, Ordering::SeqCst);
+            waiters.wake_some(1);
+            a.join().unwrap();
+            b.join().unwrap();
         });
     }
 
