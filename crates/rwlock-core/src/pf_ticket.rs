@@ -80,10 +80,29 @@
 //! count (the wake protocol documented on [`Waiters`]). A withdrawal wakes
 //! nobody: writers wait for `rout`, which it does not change.
 //!
+//! Three parking places, each woken only by the change its waiters wait
+//! for:
+//! - `waiters`: readers blocked by the writer bits, woken by the writer
+//!   that clears them (its unlock, or a downgrade); the next writer's
+//!   announcement never has to wake them, since a clear comes first.
+//! - `tickets`: writers waiting for their ticket, each parked with it
+//!   ([`Waiters::wait_until_tagged`]); serving ticket `t` wakes the writer
+//!   of `t` alone ([`Waiters::wake_tagged`]).
+//! - `drained`: the announced writer waiting for the readers before it,
+//!   woken by departures.
+//!
+//! With one place for all (as first written), every departure woke every
+//! parked reader and writer, and every hand-off every queued writer. At 384
+//! threads on 2 cores (RWBench, 10% writes, empty sections) PF-T and brlock
+//! fell to 10 to 30 thousand operations a second in some runs, against 50
+//! to 80 million in others (`docs/restriction.md`, "384 threads").
+//!
 //! # Footprint
 //!
-//! 32 bytes, 8-byte aligned (asserted in a test). The lock is not padded: put
-//! it in a [`CachePadded`](crate::CachePadded) if neighbours would share its line.
+//! 40 bytes, 8-byte aligned (asserted in a test): the state above and three
+//! 4-byte waiter counts (32 bytes before the parking places were split).
+//! The lock is not padded: put it in a [`CachePadded`](crate::CachePadded)
+//! if neighbours would share its line.
 
 use core::fmt;
 use core::marker::PhantomData;
@@ -110,7 +129,15 @@ pub struct PfTicket<W: WaitPolicy = DefaultWait> {
     readers: ReaderCounts,
     win: AtomicU32,
     wout: AtomicU32,
+    /// Readers blocked by a writer's bits: woken when a writer clears them
+    /// (module docs, "Waiting").
     waiters: Waiters,
+    /// Writers waiting for their ticket, each parked with it: a hand-off
+    /// wakes the next in line alone.
+    tickets: Waiters,
+    /// The announced writer waiting for the readers before it to leave:
+    /// woken by departures alone.
+    drained: Waiters,
     _policy: PhantomData<W>,
 }
 
@@ -123,6 +150,8 @@ impl<W: WaitPolicy> PfTicket<W> {
                 win: AtomicU32::new(0),
                 wout: AtomicU32::new(0),
                 waiters: Waiters::new(),
+                tickets: Waiters::new(),
+                drained: Waiters::new(),
                 _policy: PhantomData,
             }
         }
@@ -162,7 +191,9 @@ impl<W: WaitPolicy> PfTicket<W> {
     #[inline]
     fn read_unlock(&self) {
         self.readers.depart();
-        self.waiters.wake_all();
+        // Only the announced writer waits for a departure (`rout`); the
+        // others wait for writer bits or tickets, which it does not change.
+        self.drained.wake_all();
     }
 
     #[inline]
@@ -173,8 +204,9 @@ impl<W: WaitPolicy> PfTicket<W> {
         // Acquire: pairs with the previous writer's Release increment of
         // `wout`, after its clear of the writer bits.
         if self.wout.load(Ordering::Acquire) != ticket {
-            self.waiters
-                .wait_until::<W>(|| self.wout.load(Ordering::Acquire) == ticket);
+            self.tickets.wait_until_tagged::<W>(ticket as usize, || {
+                self.wout.load(Ordering::Acquire) == ticket
+            });
         }
         self.announce();
     }
@@ -195,7 +227,7 @@ impl<W: WaitPolicy> PfTicket<W> {
         // `drained` Acquires: pairs with each departing reader's SeqCst
         // (Release) increment of `rout`: their reads happen before our writes.
         if !self.readers.drained(rticket) {
-            self.waiters
+            self.drained
                 .wait_until::<W>(|| self.readers.drained(rticket));
         }
     }
@@ -255,6 +287,7 @@ impl<W: WaitPolicy> PfTicket<W> {
         // SeqCst RMW: Release publishes the critical section to the readers
         // blocked on the bits (their Acquire load or RMW of `rin`).
         self.readers.rin.fetch_and(!WBITS, Ordering::SeqCst);
+        self.waiters.wake_all();
         self.serve_next_writer();
     }
 
@@ -262,8 +295,8 @@ impl<W: WaitPolicy> PfTicket<W> {
     fn serve_next_writer(&self) {
         // SeqCst RMW: Release pairs with the next writer's Acquire load of
         // `wout`; SeqCst for the wake protocol.
-        self.wout.fetch_add(1, Ordering::SeqCst);
-        self.waiters.wake_all();
+        let next = self.wout.fetch_add(1, Ordering::SeqCst).wrapping_add(1);
+        self.tickets.wake_tagged(next as usize);
     }
 
     #[inline]
@@ -277,6 +310,7 @@ impl<W: WaitPolicy> PfTicket<W> {
         self.readers
             .rin
             .fetch_add(RINC.wrapping_sub(bits), Ordering::SeqCst);
+        self.waiters.wake_all();
         self.serve_next_writer();
     }
 }
@@ -380,7 +414,7 @@ mod tests {
 
     #[test]
     fn footprint() {
-        assert_eq!(core::mem::size_of::<PfTicket>(), 32);
+        assert_eq!(core::mem::size_of::<PfTicket>(), 40);
         assert!(core::mem::size_of::<crate::CachePadded<PfTicket>>() <= 128);
     }
 

@@ -30,10 +30,11 @@
 //!   lock); a thread that changes the state checks the count after its
 //!   change and, if somebody registered, bumps the epoch and wakes everybody
 //!   parked on the lock ([`Waiters::wake_all`]), or only the first few, who
-//!   pass the wake on ([`Waiters::wake_some`]). The lock outlives its
-//!   users, so its address is a safe parking key. The lock's own re-check
-//!   never runs under the bucket lock, so it may panic (the waiter
-//!   deregisters as it unwinds).
+//!   pass the wake on ([`Waiters::wake_some`]), or only those parked with a
+//!   given tag, such as a ticket ([`Waiters::wake_tagged`]). The lock
+//!   outlives its users, so its address is a safe parking key. The lock's
+//!   own re-check never runs under the bucket lock, so it may panic (the
+//!   waiter deregisters as it unwinds).
 //! - [`Latch`]: a one-shot gate on a waiter's own queue node (MCS-style local
 //!   spinning). The opener touches the node in one atomic operation, or under
 //!   the bucket lock while the waiter is provably still inside `park`, so the
@@ -510,8 +511,8 @@ impl Waiters {
         self as *const Self as usize
     }
 
-    /// This `Waiters`' wake epoch: bumped by every waking `wake_all*` and
-    /// `wake_some`.
+    /// This `Waiters`' wake epoch: bumped by every waking `wake_all*`,
+    /// `wake_some` and `wake_tagged`.
     #[inline]
     fn epoch(&self) -> &crate::sync::AtomicU64 {
         #[cfg(loom)]
@@ -539,7 +540,22 @@ impl Waiters {
         if ready() {
             return;
         }
-        self.wait_slow::<W>(&mut ready, &|| {}, None)
+        self.wait_slow::<W>(&mut ready, &|| {}, None, None)
+    }
+
+    /// Like [`wait_until`](Self::wait_until), for a waiter that only one
+    /// particular change concerns: it parks with `tag`, and
+    /// [`wake_tagged`](Self::wake_tagged)`(tag)` wakes it (and any other
+    /// thread parked with that tag) while the other parked threads sleep
+    /// on. A ticket lock's waiter passes its ticket, and a hand-off wakes
+    /// only the next in line instead of every waiter. `wake_all` and
+    /// `wake_some` wake tagged waiters too.
+    #[inline]
+    pub fn wait_until_tagged<W: WaitPolicy>(&self, tag: usize, mut ready: impl FnMut() -> bool) {
+        if ready() {
+            return;
+        }
+        self.wait_slow::<W>(&mut ready, &|| {}, None, Some(tag))
     }
 
     /// Like [`wait_until`](Self::wait_until), but where the waiter would
@@ -563,7 +579,7 @@ impl Waiters {
         if ready() {
             return;
         }
-        self.wait_slow::<W>(&mut ready, &|| {}, Some(&mut retreat))
+        self.wait_slow::<W>(&mut ready, &|| {}, Some(&mut retreat), None)
     }
 
     /// Like [`wait_until`](Self::wait_until), for wakers that change the
@@ -589,7 +605,7 @@ impl Waiters {
         if ready() {
             return;
         }
-        self.wait_slow::<W>(&mut ready, &barrier, None)
+        self.wait_slow::<W>(&mut ready, &barrier, None, None)
     }
 
     /// The waker's side of
@@ -615,6 +631,7 @@ impl Waiters {
         ready: &mut dyn FnMut() -> bool,
         barrier: &dyn Fn(),
         mut retreat: Option<&mut dyn FnMut()>,
+        tag: Option<usize>,
     ) {
         let mut backoff = Backoff::<W>::new();
         let watched = retreat.is_some();
@@ -634,13 +651,13 @@ impl Waiters {
                 continue;
             }
             if snooze == Snooze::Park {
-                self.park_after(ready, barrier);
+                self.park_after(ready, barrier, tag);
             }
         }
     }
 
     #[cold]
-    fn park_after(&self, ready: &mut dyn FnMut() -> bool, barrier: &dyn Fn()) {
+    fn park_after(&self, ready: &mut dyn FnMut() -> bool, barrier: &dyn Fn(), tag: Option<usize>) {
         // SeqCst RMW then SeqCst fence: pairs with the waker's SeqCst RMW on
         // the lock state and SeqCst load of `count` (see the type docs).
         self.count.fetch_add(1, Ordering::SeqCst);
@@ -655,7 +672,10 @@ impl Waiters {
         // this wait (see the module docs): re-check under the bucket lock.
         #[cfg(loom)]
         if !model::epochs() {
-            self.bucket.park_while(|| !ready());
+            match tag {
+                None => self.bucket.park_while(|| !ready()),
+                Some(tag) => self.bucket.park_tagged(tag, || !ready()),
+            }
             return;
         }
         // Acquire: pairs with the Release bump in `wake_all_slow`; a waker
@@ -669,8 +689,14 @@ impl Waiters {
         // unpark takes after its bump, so a bump made before we queued is
         // seen (the lock orders it); a later one finds us queued.
         #[cfg(loom)]
-        self.bucket
-            .park_while(|| self.epoch().load(Ordering::Relaxed) == epoch);
+        match tag {
+            None => self
+                .bucket
+                .park_while(|| self.epoch().load(Ordering::Relaxed) == epoch),
+            Some(tag) => self
+                .bucket
+                .park_tagged(tag, || self.epoch().load(Ordering::Relaxed) == epoch),
+        }
         #[cfg(not(loom))]
         // The key is the address of this `Waiters`, part of a lock that
         // outlives every thread using it; `validate` is one atomic load.
@@ -681,8 +707,54 @@ impl Waiters {
                 || self.epoch().load(Ordering::Relaxed) == epoch,
                 || {},
                 |_, _| {},
-                parking_lot_core::DEFAULT_PARK_TOKEN,
+                parking_lot_core::ParkToken(tag.unwrap_or(0)),
                 None,
+            );
+        }
+    }
+
+    /// Wakes the threads parked on this lock with `tag`
+    /// ([`wait_until_tagged`](Self::wait_until_tagged)); the others stay
+    /// parked, and those registered but not yet parked re-check, as for
+    /// [`wake_all`](Self::wake_all). Call it right after the state change
+    /// (a SeqCst read-modify-write) that makes the waiters of `tag` ready.
+    #[inline]
+    pub fn wake_tagged(&self, tag: usize) {
+        #[cfg(loom)]
+        fence(Ordering::SeqCst);
+        // SeqCst: as in `wake_all`.
+        if self.count.load(Ordering::SeqCst) != 0 {
+            self.wake_tagged_slow(tag);
+        }
+    }
+
+    #[cold]
+    fn wake_tagged_slow(&self, tag: usize) {
+        // Release RMW: as in `wake_all_slow`.
+        #[cfg(loom)]
+        let bump = model::epochs();
+        #[cfg(not(loom))]
+        let bump = true;
+        if bump {
+            self.epoch().fetch_add(1, Ordering::Release);
+        }
+        #[cfg(loom)]
+        self.bucket.notify_tagged(tag);
+        #[cfg(not(loom))]
+        // The key is our own lock's address; the filter and the token
+        // callback neither panic nor call into parking_lot.
+        // SAFETY: as above.
+        unsafe {
+            parking_lot_core::unpark_filter(
+                self.key(),
+                |token| {
+                    if token.0 == tag {
+                        parking_lot_core::FilterOp::Unpark
+                    } else {
+                        parking_lot_core::FilterOp::Skip
+                    }
+                },
+                |_| parking_lot_core::DEFAULT_UNPARK_TOKEN,
             );
         }
     }
@@ -1005,21 +1077,58 @@ mod model {
 }
 
 /// A loom model's parking-lot bucket: a mutex (the bucket lock) and a
-/// condition variable (the sleeping queue).
+/// condition variable (the sleeping queue). Untagged sleepers re-check
+/// their condition at every notification (a model of `unpark_all` that
+/// lets a woken thread sleep on while its condition holds); tagged ones
+/// ([`Waiters::wait_until_tagged`]) are queued and sleep until a
+/// notification takes them off the queue, as `unpark_filter` does, so
+/// that a model sees a tagged wake that misses its thread.
 #[cfg(loom)]
 #[derive(Debug, Default)]
 pub(crate) struct ModelBucket {
-    lock: loom::sync::Mutex<()>,
+    lock: loom::sync::Mutex<TaggedSleepers>,
     queue: loom::sync::Condvar,
+}
+
+/// The tagged sleepers of a [`ModelBucket`], in the order they parked.
+#[cfg(loom)]
+#[derive(Debug, Default)]
+struct TaggedSleepers {
+    next: u64,
+    /// (sleeper id, tag).
+    parked: std::vec::Vec<(u64, usize)>,
 }
 
 #[cfg(loom)]
 impl ModelBucket {
     pub(crate) fn new() -> Self {
         ModelBucket {
-            lock: loom::sync::Mutex::new(()),
+            lock: loom::sync::Mutex::new(TaggedSleepers::default()),
             queue: loom::sync::Condvar::new(),
         }
+    }
+
+    /// Re-checks `blocked` under the bucket lock and, while it holds,
+    /// sleeps with `tag` until a notification takes this sleeper off the
+    /// queue (parking_lot_core's `validate`, then `park` with a token).
+    pub(crate) fn park_tagged(&self, tag: usize, mut blocked: impl FnMut() -> bool) {
+        let mut guard = self.lock.lock().unwrap();
+        if !blocked() {
+            return;
+        }
+        let id = guard.next;
+        guard.next += 1;
+        guard.parked.push((id, tag));
+        while guard.parked.iter().any(|&(i, _)| i == id) {
+            guard = self.queue.wait(guard).unwrap();
+        }
+    }
+
+    /// Wakes the tagged sleepers with `tag` (`unpark_filter` on the token).
+    pub(crate) fn notify_tagged(&self, tag: usize) {
+        let mut guard = self.lock.lock().unwrap();
+        guard.parked.retain(|&(_, t)| t != tag);
+        self.queue.notify_all();
     }
 
     /// Re-checks `blocked` under the bucket lock and sleeps while it holds
@@ -1032,15 +1141,24 @@ impl ModelBucket {
     }
 
     pub(crate) fn notify_all(&self) {
-        let _guard = self.lock.lock().unwrap();
+        let mut guard = self.lock.lock().unwrap();
+        guard.parked.clear();
         self.queue.notify_all();
     }
 
-    /// Wakes at most `n` sleepers (`unpark_filter` stopping after `n`).
+    /// Wakes at most `n` sleepers (`unpark_filter` stopping after `n`):
+    /// the `n` longest parked tagged ones if there are any, untagged ones
+    /// otherwise (the model does not mix the two kinds in one bucket).
     pub(crate) fn notify(&self, n: u32) {
-        let _guard = self.lock.lock().unwrap();
-        for _ in 0..n {
-            self.queue.notify_one();
+        let mut guard = self.lock.lock().unwrap();
+        if guard.parked.is_empty() {
+            for _ in 0..n {
+                self.queue.notify_one();
+            }
+        } else {
+            let n = (n as usize).min(guard.parked.len());
+            guard.parked.drain(..n);
+            self.queue.notify_all();
         }
     }
 
@@ -1259,6 +1377,68 @@ mod tests {
             for h in handles {
                 h.join().unwrap();
             }
+        }
+    }
+
+    /// `wake_tagged(t)` wakes the threads parked with `t` and no other
+    /// (PF-T's ticket hand-off). Each thread waits for a shared counter to
+    /// reach its own tag; a `wake_tagged` that woke every thread, or that
+    /// woke by another tag, fails a count; one that missed its thread hangs
+    /// the join (the test's 10 s bound then fails it).
+    #[test]
+    fn wake_tagged_wakes_only_the_threads_parked_with_that_tag() {
+        use std::time::{Duration, Instant};
+        const THREADS: usize = 4;
+        let turn = Arc::new(crate::sync::AtomicUsize::new(0));
+        let out = Arc::new(crate::sync::AtomicU32::new(0));
+        let woke = Arc::new(crate::sync::AtomicUsize::new(0));
+        let waiters = Arc::new(Waiters::new());
+        let handles: Vec<_> = (1..=THREADS)
+            .map(|tag| {
+                let (turn, out, woke, w) =
+                    (turn.clone(), out.clone(), woke.clone(), waiters.clone());
+                std::thread::spawn(move || {
+                    // Acquire: pairs with the SeqCst stores below.
+                    w.wait_until_tagged::<SpinYieldPark>(tag, || {
+                        woke.fetch_add(1, Ordering::Relaxed);
+                        turn.load(Ordering::Acquire) >= tag
+                    });
+                    out.fetch_add(1, Ordering::SeqCst);
+                })
+            })
+            .collect();
+        while waiters.count.load(Ordering::SeqCst) < THREADS as u32 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Time for every thread to park (see the `wake_some` test).
+        std::thread::sleep(Duration::from_secs(1));
+        let checks_parked = woke.load(Ordering::Relaxed);
+        // Every thread's condition now holds; only tag 2's is woken.
+        turn.store(THREADS, Ordering::SeqCst);
+        let woken_by = |n: u32| {
+            let start = Instant::now();
+            while out.load(Ordering::SeqCst) < n {
+                assert!(
+                    start.elapsed() < Duration::from_secs(10),
+                    "a thread parked with the tag woken never ran"
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            out.load(Ordering::SeqCst)
+        };
+        waiters.wake_tagged(2);
+        assert_eq!(woken_by(1), 1, "wake_tagged(2) woke another tag's thread");
+        // Exactly one more check of a condition: tag 2's, after its wake.
+        assert_eq!(woke.load(Ordering::Relaxed), checks_parked + 1);
+        waiters.wake_tagged(THREADS + 7);
+        assert_eq!(woken_by(1), 1, "a tag nobody parked with woke a thread");
+        waiters.wake_tagged(4);
+        assert_eq!(woken_by(2), 2);
+        waiters.wake_all();
+        assert_eq!(woken_by(THREADS as u32), THREADS as u32);
+        for h in handles {
+            h.join().unwrap();
         }
     }
 
