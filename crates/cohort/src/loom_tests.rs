@@ -52,6 +52,35 @@ impl<L> Shared<L> {
     }
 }
 
+/// Spawns a thread that writes once (`bump`) from node `$node` under
+/// `$s.lock`.
+macro_rules! spawn_writer {
+    ($s:expr, $node:expr) => {{
+        let s = $s.clone();
+        thread::spawn(move || {
+            let g = s.lock.lock_exclusive_on($node);
+            s.bump();
+            // SAFETY: our own acquisition.
+            unsafe { s.lock.unlock_exclusive_guard(g) };
+        })
+    }};
+}
+
+/// Spawns a thread that reads once from node `$node` under `$s.lock`; it
+/// returns the value it read.
+macro_rules! spawn_reader {
+    ($s:expr, $node:expr) => {{
+        let s = $s.clone();
+        thread::spawn(move || {
+            let g = s.lock.lock_shared_on($node);
+            let v = s.get();
+            // SAFETY: our own acquisition.
+            unsafe { s.lock.unlock_shared_token(g) };
+            v
+        })
+    }};
+}
+
 type CPtlTkt = Cohort<PartitionedTicket, TicketLock>;
 
 /// Three acquisitions of the cohort mutex, two from node 0 (a local
@@ -92,15 +121,7 @@ macro_rules! writer_vs_two_readers {
     ($make:expr) => {
         loom::model(|| {
             let s = Shared::new($make);
-            let w = {
-                let s = s.clone();
-                thread::spawn(move || {
-                    let g = s.lock.lock_exclusive_on(0);
-                    s.bump();
-                    // SAFETY: our own acquisition.
-                    unsafe { s.lock.unlock_exclusive_guard(g) };
-                })
-            };
+            let w = spawn_writer!(s, 0);
             let r = {
                 let s = s.clone();
                 thread::spawn(move || {
@@ -167,25 +188,8 @@ fn loom_tests_c_rw_rp_ingress_egress() {
 macro_rules! two_writers_and_a_reader {
     ($make:expr) => {{
         let s = Shared::new($make);
-        let w = {
-            let s = s.clone();
-            thread::spawn(move || {
-                let g = s.lock.lock_exclusive_on(0);
-                s.bump();
-                // SAFETY: our own acquisition.
-                unsafe { s.lock.unlock_exclusive_guard(g) };
-            })
-        };
-        let r = {
-            let s = s.clone();
-            thread::spawn(move || {
-                let g = s.lock.lock_shared_on(0);
-                let v = s.get();
-                // SAFETY: our own acquisition.
-                unsafe { s.lock.unlock_shared_token(g) };
-                v
-            })
-        };
+        let w = spawn_writer!(s, 0);
+        let r = spawn_reader!(s, 0);
         let g = s.lock.lock_exclusive_on(0);
         s.bump();
         // SAFETY: our own acquisition.
@@ -251,27 +255,8 @@ fn loom_tests_c_rw_rp_barrier_relay() {
             1,
         ));
         let g = s.lock.lock_shared_on(0);
-        let w = {
-            let s = s.clone();
-            thread::spawn(move || {
-                let g = s.lock.lock_exclusive_on(0);
-                s.bump();
-                // SAFETY: our own acquisition.
-                unsafe { s.lock.unlock_exclusive_guard(g) };
-            })
-        };
-        let readers: Vec<_> = (0..2)
-            .map(|_| {
-                let s = s.clone();
-                thread::spawn(move || {
-                    let g = s.lock.lock_shared_on(0);
-                    let v = s.get();
-                    // SAFETY: our own acquisition.
-                    unsafe { s.lock.unlock_shared_token(g) };
-                    v
-                })
-            })
-            .collect();
+        let w = spawn_writer!(s, 0);
+        let readers = [spawn_reader!(s, 0), spawn_reader!(s, 0)];
         assert_eq!(s.get(), 0);
         // SAFETY: our own acquisition.
         unsafe { s.lock.unlock_shared_token(g) };

@@ -720,58 +720,46 @@ impl Waiters {
     /// (a SeqCst read-modify-write) that makes the waiters of `tag` ready.
     #[inline]
     pub fn wake_tagged(&self, tag: usize) {
-        #[cfg(loom)]
-        fence(Ordering::SeqCst);
-        // SeqCst: as in `wake_all`.
-        if self.count.load(Ordering::SeqCst) != 0 {
+        if self.anyone_registered() {
             self.wake_tagged_slow(tag);
         }
     }
 
     #[cold]
     fn wake_tagged_slow(&self, tag: usize) {
-        // Release RMW: as in `wake_all_slow`.
-        #[cfg(loom)]
-        let bump = model::epochs();
-        #[cfg(not(loom))]
-        let bump = true;
-        if bump {
-            self.epoch().fetch_add(1, Ordering::Release);
-        }
+        self.bump_epoch();
         #[cfg(loom)]
         self.bucket.notify_tagged(tag);
         #[cfg(not(loom))]
-        // The key is our own lock's address; the filter and the token
-        // callback neither panic nor call into parking_lot.
-        // SAFETY: as above.
-        unsafe {
-            parking_lot_core::unpark_filter(
-                self.key(),
-                |token| {
-                    if token.0 == tag {
-                        parking_lot_core::FilterOp::Unpark
-                    } else {
-                        parking_lot_core::FilterOp::Skip
-                    }
-                },
-                |_| parking_lot_core::DEFAULT_UNPARK_TOKEN,
-            );
-        }
+        self.unpark_filter(|token| {
+            if token.0 == tag {
+                parking_lot_core::FilterOp::Unpark
+            } else {
+                parking_lot_core::FilterOp::Skip
+            }
+        });
     }
 
     /// Wakes every thread parked on this lock. Call it right after the state
     /// change, which must have been a SeqCst read-modify-write.
     #[inline]
     pub fn wake_all(&self) {
+        if self.anyone_registered() {
+            self.wake_all_slow();
+        }
+    }
+
+    /// The wakers' check, right after their SeqCst state change: has a
+    /// waiter registered?
+    #[inline]
+    fn anyone_registered(&self) -> bool {
         // loom models the SeqCst load below as Acquire; the fence gives the
         // model the store-load ordering the real build gets from C++20 SeqCst.
         #[cfg(loom)]
         fence(Ordering::SeqCst);
         // SeqCst: pairs with the waiter's SeqCst increment and fence
         // (store-load ordering after the caller's SeqCst RMW).
-        if self.count.load(Ordering::SeqCst) != 0 {
-            self.wake_all_slow();
-        }
+        self.count.load(Ordering::SeqCst) != 0
     }
 
     /// Wakes at most `n` of the threads parked on this lock, the longest
@@ -790,61 +778,64 @@ impl Waiters {
     /// `n == 0` wakes nobody.
     #[inline]
     pub fn wake_some(&self, n: u32) {
-        #[cfg(loom)]
-        fence(Ordering::SeqCst);
-        // SeqCst: as in `wake_all`.
-        if n != 0 && self.count.load(Ordering::SeqCst) != 0 {
+        if n != 0 && self.anyone_registered() {
             self.wake_some_slow(n);
         }
     }
 
     #[cold]
     fn wake_some_slow(&self, n: u32) {
-        // Release RMW: as in `wake_all_slow`.
-        #[cfg(loom)]
-        let bump = model::epochs();
-        #[cfg(not(loom))]
-        let bump = true;
-        if bump {
-            self.epoch().fetch_add(1, Ordering::Release);
-        }
+        self.bump_epoch();
         #[cfg(loom)]
         self.bucket.notify(n);
         #[cfg(not(loom))]
         {
             let mut left = n;
-            // The key is our own lock's address; the filter and the token
-            // callback neither panic nor call into parking_lot.
-            // SAFETY: as above.
-            unsafe {
-                parking_lot_core::unpark_filter(
-                    self.key(),
-                    |_| {
-                        if left == 0 {
-                            parking_lot_core::FilterOp::Stop
-                        } else {
-                            left -= 1;
-                            parking_lot_core::FilterOp::Unpark
-                        }
-                    },
-                    |_| parking_lot_core::DEFAULT_UNPARK_TOKEN,
-                );
-            }
+            self.unpark_filter(|_| {
+                if left == 0 {
+                    parking_lot_core::FilterOp::Stop
+                } else {
+                    left -= 1;
+                    parking_lot_core::FilterOp::Unpark
+                }
+            });
+        }
+    }
+
+    /// The wakers' epoch bump, before they unpark anybody.
+    #[inline]
+    fn bump_epoch(&self) {
+        #[cfg(loom)]
+        if !model::epochs() {
+            return;
+        }
+        // Release RMW: orders the caller's state change before the bump, so
+        // a waiter that reads the bumped epoch (Acquire) sees the change; an
+        // RMW so that concurrent bumps are never lost.
+        self.epoch().fetch_add(1, Ordering::Release);
+    }
+
+    /// Unparks the threads parked on this lock that `filter` picks, in the
+    /// order they parked (`parking_lot_core::unpark_filter`).
+    #[cfg(not(loom))]
+    fn unpark_filter(
+        &self,
+        filter: impl FnMut(parking_lot_core::ParkToken) -> parking_lot_core::FilterOp,
+    ) {
+        // The key is our own lock's address, and the lock outlives its
+        // users; the callers' filters and the token callback neither panic
+        // nor call into parking_lot.
+        // SAFETY: as just said.
+        unsafe {
+            parking_lot_core::unpark_filter(self.key(), filter, |_| {
+                parking_lot_core::DEFAULT_UNPARK_TOKEN
+            });
         }
     }
 
     #[cold]
     fn wake_all_slow(&self) {
-        // Release RMW: orders the caller's state change before the bump, so
-        // a waiter that reads the bumped epoch (Acquire) sees the change; an
-        // RMW so that concurrent bumps are never lost.
-        #[cfg(loom)]
-        let bump = model::epochs();
-        #[cfg(not(loom))]
-        let bump = true;
-        if bump {
-            self.epoch().fetch_add(1, Ordering::Release);
-        }
+        self.bump_epoch();
         #[cfg(loom)]
         self.bucket.notify_all();
         #[cfg(not(loom))]
@@ -1316,13 +1307,30 @@ mod tests {
         }
     }
 
+    /// Waits (up to 10 s, else fails) until `out` counts `n` woken threads,
+    /// then 100 ms more for any thread woken beyond `n` to show; returns
+    /// the count.
+    fn count_once_woken(out: &crate::sync::AtomicU32, n: u32) -> u32 {
+        use std::time::{Duration, Instant};
+        let start = Instant::now();
+        while out.load(Ordering::SeqCst) < n {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "a woken thread never ran"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        out.load(Ordering::SeqCst)
+    }
+
     /// `wake_some(n)` wakes at most `n` parked threads, the others stay
     /// parked until a later wake; a relay (each woken thread wakes one
     /// more) wakes them all. A `wake_some` that woke everybody fails the
     /// first count; a relay that lost a thread hangs the test (its join).
     #[test]
     fn wake_some_wakes_at_most_n_and_a_relay_wakes_every_waiter() {
-        use std::time::{Duration, Instant};
+        use std::time::Duration;
         const THREADS: u32 = 5;
         for relay in [false, true] {
             let go = Arc::new(AtomicBool::new(false));
@@ -1349,19 +1357,7 @@ mod tests {
             }
             std::thread::sleep(Duration::from_secs(1));
             go.swap(true, Ordering::SeqCst);
-            let woken_by = |n: u32| {
-                let start = Instant::now();
-                while out.load(Ordering::SeqCst) < n {
-                    assert!(
-                        start.elapsed() < Duration::from_secs(10),
-                        "a woken thread never ran"
-                    );
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                // Time for any thread woken beyond `n` to show.
-                std::thread::sleep(Duration::from_millis(100));
-                out.load(Ordering::SeqCst)
-            };
+            let woken_by = |n: u32| count_once_woken(&out, n);
             if relay {
                 waiters.wake_some(1);
                 assert_eq!(woken_by(THREADS), THREADS);
@@ -1387,7 +1383,7 @@ mod tests {
     /// the join (the test's 10 s bound then fails it).
     #[test]
     fn wake_tagged_wakes_only_the_threads_parked_with_that_tag() {
-        use std::time::{Duration, Instant};
+        use std::time::Duration;
         const THREADS: usize = 4;
         let turn = Arc::new(crate::sync::AtomicUsize::new(0));
         let out = Arc::new(crate::sync::AtomicU32::new(0));
@@ -1415,18 +1411,7 @@ mod tests {
         let checks_parked = woke.load(Ordering::Relaxed);
         // Every thread's condition now holds; only tag 2's is woken.
         turn.store(THREADS, Ordering::SeqCst);
-        let woken_by = |n: u32| {
-            let start = Instant::now();
-            while out.load(Ordering::SeqCst) < n {
-                assert!(
-                    start.elapsed() < Duration::from_secs(10),
-                    "a thread parked with the tag woken never ran"
-                );
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            std::thread::sleep(Duration::from_millis(100));
-            out.load(Ordering::SeqCst)
-        };
+        let woken_by = |n: u32| count_once_woken(&out, n);
         waiters.wake_tagged(2);
         assert_eq!(woken_by(1), 1, "wake_tagged(2) woke another tag's thread");
         // Exactly one more check of a condition: tag 2's, after its wake.
