@@ -287,8 +287,10 @@ impl<W: WaitPolicy> PfTicket<W> {
         // SeqCst RMW: Release publishes the critical section to the readers
         // blocked on the bits (their Acquire load or RMW of `rin`).
         self.readers.rin.fetch_and(!WBITS, Ordering::SeqCst);
-        self.waiters.wake_all();
+        // The next writer first: waking the readers may take a futex wake
+        // per parked reader, and it need not wait for that to see its turn.
         self.serve_next_writer();
+        self.waiters.wake_all();
     }
 
     #[inline]
@@ -310,8 +312,8 @@ impl<W: WaitPolicy> PfTicket<W> {
         self.readers
             .rin
             .fetch_add(RINC.wrapping_sub(bits), Ordering::SeqCst);
-        self.waiters.wake_all();
         self.serve_next_writer();
+        self.waiters.wake_all();
     }
 }
 

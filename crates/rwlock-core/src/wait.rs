@@ -549,7 +549,9 @@ impl Waiters {
     /// thread parked with that tag) while the other parked threads sleep
     /// on. A ticket lock's waiter passes its ticket, and a hand-off wakes
     /// only the next in line instead of every waiter. `wake_all` and
-    /// `wake_some` wake tagged waiters too.
+    /// `wake_some` wake tagged waiters too. Where the wakers call
+    /// `wake_tagged`, every waiter must be tagged: an untagged one parks
+    /// as tag 0, and a `wake_tagged` with another tag leaves it asleep.
     #[inline]
     pub fn wait_until_tagged<W: WaitPolicy>(&self, tag: usize, mut ready: impl FnMut() -> bool) {
         if ready() {
