@@ -24,11 +24,19 @@
 //! parks ([`NextInLine`]), so that a hand-off rarely waits for a futex
 //! wake-up (with more threads than cores that would cost a wake-up per
 //! critical section). The release is therefore a SeqCst read-modify-write
-//! followed by [`Waiters::wake_all`] (the waker's half of the parking
-//! protocol). All of a node's parked waiters wake at a release and all but
-//! the new next-in-line go back to sleep; that only happens once waiters
-//! have parked, i.e. once the queue stalled (a holder not running, or a long
-//! critical section).
+//! followed by the waker's half of the parking protocol, and it wakes only
+//! the threads that `grant == t + 1` lets go. Each wait parks tagged with
+//! the first value of `grant` that ends it
+//! ([`Waiters::wait_until_tagged`]): the next in line with its ticket `t`;
+//! a waiter further back that shares its CPU and waits to be next, with
+//! `t - 1`; a waiter that watches the queue move (it saw `grant == s`),
+//! with `s + 1`. `grant` takes every value in turn and only the release
+//! writes it, so the release that serves `g` wakes exactly the waiters
+//! tagged `g` ([`Waiters::wake_tagged`]) and no wait is left without the
+//! wake that ends it. Waking every parked waiter of the node at each
+//! release, as first written, sent all but one back to sleep, and with
+//! hundreds of threads on 2 cores that herd ate the CPUs
+//! (`docs/cohort.md`, "384 threads: one wake per hand-off").
 
 use rwlock_core::sync::{AtomicU64, Ordering};
 use rwlock_core::wait::{DefaultWait, WaitPolicy, Waiters, may_restart_when_queue_moves};
@@ -45,6 +53,15 @@ impl WaitPolicy for NextInLine {
     const SPIN_ROUNDS: u32 = 7;
     const YIELD_ROUNDS: u32 = 128;
     const PARK: bool = true;
+}
+
+/// The parking tag of the waiters that `grant == g` makes ready (module
+/// docs): every wait parks with the first value of `grant` that ends it,
+/// and `grant` takes every value in turn. Truncated where `usize` is
+/// narrower: two tags that collide only wake a thread early.
+#[inline]
+fn tag(g: u64) -> usize {
+    g as usize
 }
 
 /// A FIFO ticket lock; see the [module docs](self).
@@ -110,24 +127,28 @@ impl TicketLock {
         // `NextInLine`: a long run of yields before parking, so that a
         // hand-off rarely has to wake a sleeping thread. Relaxed is enough to
         // decide *how* to wait; the Acquire load below decides *that* we are
-        // served. Every release wakes the parked.
+        // served. Each wait parks tagged with the value of `grant` that ends
+        // it, and the release that stores that value wakes it (module docs).
         loop {
             let seen = self.grant.load(Ordering::Relaxed);
             if t.wrapping_sub(seen) <= 1 {
                 break;
             }
             if !may_restart_when_queue_moves() {
-                self.waiters.wait_until::<DefaultWait>(|| {
-                    t.wrapping_sub(self.grant.load(Ordering::Relaxed)) <= 1
-                });
+                self.waiters
+                    .wait_until_tagged::<DefaultWait>(tag(t.wrapping_sub(1)), || {
+                        t.wrapping_sub(self.grant.load(Ordering::Relaxed)) <= 1
+                    });
                 break;
             }
             self.waiters
-                .wait_until::<DefaultWait>(|| self.grant.load(Ordering::Relaxed) != seen);
+                .wait_until_tagged::<DefaultWait>(tag(seen.wrapping_add(1)), || {
+                    self.grant.load(Ordering::Relaxed) != seen
+                });
         }
         // Acquire: as in `acquire`.
         self.waiters
-            .wait_until::<NextInLine>(|| self.grant.load(Ordering::Acquire) == t);
+            .wait_until_tagged::<NextInLine>(tag(t), || self.grant.load(Ordering::Acquire) == t);
     }
 
     /// Takes the lock if it is free; returns the ticket.
@@ -178,7 +199,7 @@ impl TicketLock {
         // protocol needs the state change to be a SeqCst RMW before
         // `wake_all` reads the waiter count.
         self.grant.swap(t.wrapping_add(1), Ordering::SeqCst);
-        self.waiters.wake_all();
+        self.waiters.wake_tagged(tag(t.wrapping_add(1)));
     }
 
     /// Whether the lock is held or a ticket is queued: a pure read.

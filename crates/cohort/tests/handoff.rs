@@ -11,8 +11,9 @@ use cohort::{Cohort, PartitionedTicket, TicketLock};
 
 /// Three node-0 threads and one node-1 thread; returns the longest run of
 /// node-0 critical sections seen while the node-1 thread was waiting, and
-/// how many times the node-1 thread got in.
-fn longest_run(bound: u32, node1_rounds: u32) -> (u32, u32) {
+/// how many times the node-1 thread got in. The node-0 threads stop once a
+/// run longer than `enough` was seen (`u32::MAX`: only when node 1 is done).
+fn longest_run(bound: u32, node1_rounds: u32, enough: u32) -> (u32, u32) {
     let m = Cohort::<PartitionedTicket, TicketLock>::with_config(2, bound);
     let stop = AtomicBool::new(false);
     let waiting = AtomicBool::new(false);
@@ -23,7 +24,7 @@ fn longest_run(bound: u32, node1_rounds: u32) -> (u32, u32) {
     std::thread::scope(|s| {
         for _ in 0..3 {
             s.spawn(|| {
-                while !stop.load(Ordering::SeqCst) {
+                while !stop.load(Ordering::SeqCst) && longest.load(Ordering::Relaxed) <= enough {
                     let g = m.lock_on(0);
                     if waiting.load(Ordering::SeqCst) {
                         let r = run.load(Ordering::Relaxed) + 1;
@@ -66,7 +67,7 @@ fn local_hand_offs_respect_the_bound() {
     for bound in [0, 4, 16] {
         let mut runs = Vec::new();
         for _ in 0..5 {
-            let (longest, node1) = longest_run(bound, 50);
+            let (longest, node1) = longest_run(bound, 50, u32::MAX);
             assert_eq!(node1, 50);
             runs.push(longest);
             if longest <= 2 * (bound + 1) {
@@ -83,12 +84,16 @@ fn local_hand_offs_respect_the_bound() {
 
 /// Local hand-offs need a node-0 waiter queued at each release; with four
 /// threads on two cores node 0's threads are sometimes all descheduled, so
-/// this too gets up to five attempts.
+/// this too gets up to five attempts. Without a bound node 1 gets in only
+/// when node 0's local queue runs empty, which a ticket lock that wakes
+/// just the next in line rarely lets happen: node 0's threads stop as soon
+/// as they have shown a run past the bounded test's largest limit (before,
+/// they ran until node 1 had got in five times, and this test took minutes).
 #[test]
 fn without_a_bound_node_zero_keeps_the_lock() {
     let mut runs = Vec::new();
     for _ in 0..5 {
-        let (longest, node1) = longest_run(u32::MAX, 5);
+        let (longest, node1) = longest_run(u32::MAX, 5, 2 * (16 + 1));
         assert_eq!(node1, 5, "node 1 got in once node 0's threads stopped");
         runs.push(longest);
         if longest > 2 * (16 + 1) {
