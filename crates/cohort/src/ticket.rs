@@ -194,12 +194,13 @@ impl TicketLock {
             t,
             "TicketLock::release: ticket {t} is not the one being served"
         );
+        let next = t.wrapping_add(1);
         // SeqCst RMW: Release publishes the critical section to the next
         // owner (pairs with its Acquire load of `grant`), and the parking
         // protocol needs the state change to be a SeqCst RMW before
-        // `wake_all` reads the waiter count.
-        self.grant.swap(t.wrapping_add(1), Ordering::SeqCst);
-        self.waiters.wake_tagged(tag(t.wrapping_add(1)));
+        // `wake_tagged` reads the waiter count.
+        self.grant.swap(next, Ordering::SeqCst);
+        self.waiters.wake_tagged(tag(next));
     }
 
     /// Whether the lock is held or a ticket is queued: a pure read.
