@@ -34,7 +34,7 @@ use rwlock_core::CachePadded;
 use rwlock_core::sync::{AtomicU64, Ordering};
 use rwlock_core::wait::{DefaultWait, Waiters};
 
-use crate::ticket::NextInLine;
+use rwlock_core::ticket_wait::NextInLine;
 
 /// Grant slots: one cache line each. Under a cohort at most one waiter per
 /// NUMA node reaches this lock, so 4 slots give every waiter of a 4-node
@@ -109,7 +109,7 @@ impl PartitionedTicket {
         let previous = &self.grants[slot(t.wrapping_sub(1))];
         // Park while ticket `t - 1` is not granted yet; once it is, ours is
         // next: wait with `NextInLine` (a long run of yields before parking,
-        // see `TicketLock`). Slot `t - 1` is not rewritten before ticket `t`
+        // see `rwlock_core::ticket_wait`). Slot `t - 1` is not rewritten before ticket `t`
         // is served. Relaxed decides how to wait; the Acquire load below
         // decides that we are served. Every release wakes the parked.
         self.request.waiters.wait_until::<DefaultWait>(|| {

@@ -58,6 +58,7 @@ mod phase_fair;
 #[cfg(not(loom))]
 pub mod pthread;
 pub mod restricted;
+pub mod ticket_wait;
 
 #[cfg(all(any(test, feature = "testing"), not(loom)))]
 pub mod testing;

@@ -85,9 +85,12 @@
 //! - `waiters`: readers blocked by the writer bits, woken by the writer
 //!   that clears them (its unlock, or a downgrade); the next writer's
 //!   announcement never has to wake them, since a clear comes first.
-//! - `tickets`: writers waiting for their ticket, each parked with it
-//!   ([`Waiters::wait_until_tagged`]); serving ticket `t` wakes the writer
-//!   of `t` alone ([`Waiters::wake_tagged`]).
+//! - `tickets`: writers waiting for their ticket
+//!   ([`Waiters::wait_for_turn`], the workspace's one ticket wait: a writer
+//!   with a CPU of its own watches the queue move and parks only when it
+//!   stalls; the next in line yields long before it parks). Each parks
+//!   tagged with the value of `wout` that ends its wait, and serving ticket
+//!   `t` wakes those waits alone ([`Waiters::wake_tagged`]).
 //! - `drained`: the announced writer waiting for the readers before it,
 //!   woken by departures.
 //!
@@ -95,7 +98,13 @@
 //! parked reader and writer, and every hand-off every queued writer. At 384
 //! threads on 2 cores (RWBench, 10% writes, empty sections) PF-T and brlock
 //! fell to 10 to 30 thousand operations a second in some runs, against 50
-//! to 80 million in others (`docs/restriction.md`, "384 threads").
+//! to 80 million in others (`docs/restriction.md`, "384 threads"). That
+//! herd had also kept queued writers awake: once each writer slept until
+//! its own ticket came up, with threads ≤ cores every queued writer
+//! outlasted its budget and parked, and each hand-off waited for a futex
+//! wake-up (20% writes, 4 threads on 16 cores: 0.2× parking_lot), until the
+//! ticket wait watched the queue move (`docs/restriction.md`, "PF-T's
+//! writer queue on 16 cores").
 //!
 //! # Footprint
 //!
@@ -203,10 +212,11 @@ impl<W: WaitPolicy> PfTicket<W> {
         let ticket = self.win.fetch_add(1, Ordering::Relaxed);
         // Acquire: pairs with the previous writer's Release increment of
         // `wout`, after its clear of the writer bits.
-        if self.wout.load(Ordering::Acquire) != ticket {
-            self.tickets.wait_until_tagged::<W>(ticket as usize, || {
-                self.wout.load(Ordering::Acquire) == ticket
-            });
+        let served = self.wout.load(Ordering::Acquire);
+        if served != ticket {
+            // Its last load is Acquire, as this one.
+            self.tickets
+                .wait_for_turn::<W, u32>(ticket, served, |order| self.wout.load(order));
         }
         self.announce();
     }
