@@ -88,43 +88,30 @@ pub trait TicketValue: Copy + Eq + sealed::Sealed {
     fn tag(self) -> usize;
 }
 
-impl TicketValue for u32 {
-    #[inline]
-    fn behind(self, served: Self) -> u64 {
-        u64::from(self.wrapping_sub(served))
-    }
-    #[inline]
-    fn succ(self) -> Self {
-        self.wrapping_add(1)
-    }
-    #[inline]
-    fn pred(self) -> Self {
-        self.wrapping_sub(1)
-    }
-    #[inline]
-    fn tag(self) -> usize {
-        self as usize
-    }
+macro_rules! ticket_value {
+    ($($t:ty),*) => {$(
+        impl TicketValue for $t {
+            #[inline]
+            fn behind(self, served: Self) -> u64 {
+                u64::from(self.wrapping_sub(served))
+            }
+            #[inline]
+            fn succ(self) -> Self {
+                self.wrapping_add(1)
+            }
+            #[inline]
+            fn pred(self) -> Self {
+                self.wrapping_sub(1)
+            }
+            #[inline]
+            fn tag(self) -> usize {
+                self as usize
+            }
+        }
+    )*};
 }
 
-impl TicketValue for u64 {
-    #[inline]
-    fn behind(self, served: Self) -> u64 {
-        self.wrapping_sub(served)
-    }
-    #[inline]
-    fn succ(self) -> Self {
-        self.wrapping_add(1)
-    }
-    #[inline]
-    fn pred(self) -> Self {
-        self.wrapping_sub(1)
-    }
-    #[inline]
-    fn tag(self) -> usize {
-        self as usize
-    }
-}
+ticket_value!(u32, u64);
 
 /// How the next ticket in line waits: policy `W`'s spinning and parking,
 /// with at least 128 yields before it parks, so that a hand-off to a
