@@ -109,9 +109,10 @@ impl PartitionedTicket {
         let previous = &self.grants[slot(t.wrapping_sub(1))];
         // Park while ticket `t - 1` is not granted yet; once it is, ours is
         // next: wait with `NextInLine` (a long run of yields before parking,
-        // see `rwlock_core::ticket_wait`). Slot `t - 1` is not rewritten before ticket `t`
-        // is served. Relaxed decides how to wait; the Acquire load below
-        // decides that we are served. Every release wakes the parked.
+        // see `rwlock_core::ticket_wait`). Slot `t - 1` is not rewritten
+        // before ticket `t` is served. Relaxed decides how to wait; the
+        // Acquire load below decides that we are served. Every release wakes
+        // the parked.
         self.request.waiters.wait_until::<DefaultWait>(|| {
             previous.load(Ordering::Relaxed) == t.wrapping_sub(1)
                 || grant.load(Ordering::Relaxed) == t

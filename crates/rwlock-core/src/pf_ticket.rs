@@ -118,6 +118,7 @@ use core::marker::PhantomData;
 
 use crate::phase_fair::{LOW, MAX_WITHDRAWALS, PHID, PRES, RINC, ReaderCounts, WBITS};
 use crate::sync::{AtomicU32, Ordering};
+use crate::ticket_wait::TicketValue;
 use crate::wait::{DefaultWait, WaitPolicy, Waiters};
 
 /// Phase of the most recent announcement; survives the writer's unlock.
@@ -308,7 +309,7 @@ impl<W: WaitPolicy> PfTicket<W> {
         // SeqCst RMW: Release pairs with the next writer's Acquire load of
         // `wout`; SeqCst for the wake protocol.
         let next = self.wout.fetch_add(1, Ordering::SeqCst).wrapping_add(1);
-        self.tickets.wake_tagged(next as usize);
+        self.tickets.wake_tagged(next.tag());
     }
 
     #[inline]
