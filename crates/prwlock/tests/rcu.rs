@@ -146,6 +146,101 @@ fn sections_nest() {
     D.synchronize();
 }
 
+/// A `synchronize` of `domain` on another thread: its handle and whether
+/// it has returned.
+fn synchronize_elsewhere(domain: &'static RcuDomain) -> (thread::JoinHandle<()>, Arc<AtomicBool>) {
+    let done = Arc::new(AtomicBool::new(false));
+    let d = done.clone();
+    let h = thread::spawn(move || {
+        domain.synchronize();
+        // Relaxed: the flag is polled for a test's timing only.
+        d.store(true, Ordering::Relaxed);
+    });
+    (h, done)
+}
+
+/// Three guards of one section dropped in each of the six orders: the
+/// section (and a grace period started inside it) lasts until the last of
+/// them drops, whichever it is, and the next section, without nested
+/// guards, begins and ends as usual (the release's fast path again).
+#[test]
+fn a_nested_section_ends_with_its_last_guard_in_any_drop_order() {
+    static D: RcuDomain = RcuDomain::new();
+    let orders = [
+        [0, 1, 2],
+        [0, 2, 1],
+        [1, 0, 2],
+        [1, 2, 0],
+        [2, 0, 1],
+        [2, 1, 0],
+    ];
+    for order in orders {
+        let mut guards: Vec<Option<rcu::RcuReadGuard>> = (0..3).map(|_| Some(D.read())).collect();
+        let (sync, done) = synchronize_elsewhere(&D);
+        for (k, &i) in order.iter().enumerate() {
+            thread::sleep(Duration::from_millis(5));
+            // Relaxed: see `synchronize_elsewhere`.
+            assert!(
+                !done.load(Ordering::Relaxed),
+                "order {order:?}: synchronize returned with {} guards alive",
+                3 - k
+            );
+            assert!(D.in_read_section(), "order {order:?}");
+            drop(guards[i].take());
+        }
+        assert!(!D.in_read_section(), "order {order:?}");
+        sync.join().unwrap();
+        // A plain section afterwards.
+        let g = D.read();
+        assert!(D.in_read_section());
+        drop(g);
+        assert!(
+            !D.in_read_section(),
+            "order {order:?}: a plain section after it"
+        );
+        D.synchronize();
+    }
+}
+
+/// A thread whose thread-locals are being destroyed reads through the
+/// domain's `active` count (no record): its sections, nested ones too,
+/// end, and a later `synchronize` does not wait for them.
+#[test]
+fn reads_work_while_thread_locals_are_destroyed() {
+    static D: RcuDomain = RcuDomain::new();
+    struct ReadsOnDrop(Arc<RcuCell<u32>>, std::sync::mpsc::Sender<u32>);
+    impl Drop for ReadsOnDrop {
+        fn drop(&mut self) {
+            let outer = D.read();
+            let inner = D.read();
+            let v = *self.0.get(&inner);
+            drop(outer);
+            drop(inner);
+            let w = *self.0.load();
+            self.1.send(v + w).unwrap();
+        }
+    }
+    std::thread_local! {
+        static LATE: std::cell::RefCell<Option<ReadsOnDrop>> = const { std::cell::RefCell::new(None) };
+    }
+    let cell = Arc::new(RcuCell::from_pointee_in(7, &D));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let c = cell.clone();
+    thread::spawn(move || {
+        // Registered before the thread's first read, so (destructors run
+        // in reverse order) it is destroyed after the thread's records
+        // were given back: its reads find no record.
+        LATE.with(|late| *late.borrow_mut() = Some(ReadsOnDrop(c.clone(), tx)));
+        assert_eq!(*c.load(), 7);
+    })
+    .join()
+    .unwrap();
+    assert_eq!(rx.recv().unwrap(), 14);
+    cell.store(Arc::new(8));
+    D.synchronize();
+    assert_eq!(*cell.load(), 8);
+}
+
 #[test]
 #[should_panic(expected = "synchronize inside a read section")]
 fn synchronize_inside_a_section_panics() {
