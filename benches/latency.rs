@@ -19,6 +19,9 @@
 //! (an uncontended write pair) and `write_1busy_reader` (a write pair while
 //! a second thread reads the same lock in a loop). Filter with
 //! `cargo bench --bench latency -- table3`.
+//!
+//! Last, `prwlock_after_burst`: prwlock's write pair in a domain that once
+//! had 0, 128 or 1024 threads registered at once (all exited since).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -149,6 +152,49 @@ fn table3(c: &mut Criterion) {
     g.finish();
 }
 
+/// prwlock's uncontended write pair in a domain that once had `burst`
+/// threads registered at once, all exited since: each write walks the
+/// domain's records twice (reports, then holds), and the walk should cost
+/// what the threads registered now cost (`docs/prwlock.md`, "Writers after
+/// a burst of threads"). Filter with `cargo bench --bench latency --
+/// prwlock_after_burst`.
+fn prwlock_after_burst(c: &mut Criterion) {
+    let mut g = c.benchmark_group("prwlock_after_burst");
+    for burst in [0usize, 128, 1024] {
+        // A domain of its own per point: records are never freed.
+        let domain: &'static prwlock::Domain = Box::leak(Box::new(prwlock::Domain::new()));
+        let lock = prwlock::PrwLock::in_domain(domain);
+        let read = || {
+            let t = lock.lock_shared();
+            // SAFETY: our own shared acquisition.
+            unsafe { lock.unlock_shared(t) };
+        };
+        if burst > 0 {
+            let all = std::sync::Barrier::new(burst);
+            std::thread::scope(|s| {
+                for _ in 0..burst {
+                    s.spawn(|| {
+                        read();
+                        // Registered at once: `burst` records.
+                        all.wait();
+                    });
+                }
+            });
+        }
+        read();
+        g.bench_function(format!("write_pair/{burst}"), |b| {
+            b.iter_custom(|iters| {
+                time_pairs(iters, || {
+                    let w = lock.lock_exclusive();
+                    // SAFETY: our own exclusive acquisition.
+                    unsafe { lock.unlock_exclusive(w) };
+                })
+            })
+        });
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     // Short runs: 18 measurements in well under a minute; the pairs take
@@ -156,6 +202,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
-    targets = latency, bravo_groups, table3
+    targets = latency, bravo_groups, table3, prwlock_after_burst
 }
 criterion_main!(benches);

@@ -9,7 +9,10 @@
 //! so a domain holds as many records as it ever had threads *at once*.
 //! Records are never freed: domains are `'static` (the process-wide
 //! [`Domain::global`], or a user's `static`), so a record pointer never
-//! dangles, and a writer can walk the list without any reclamation scheme.
+//! dangles, and a writer can walk the records without any reclamation
+//! scheme. They live in chunks with a bitmap of the live ones, so that a
+//! writer's walk visits the records of the threads registered now, not of
+//! every thread the domain ever had at once (`chunks`).
 //!
 //! A record (the paper's `st`) holds, for its owner:
 //! - `slots`: up to [`PASSIVE_SLOTS`] locks of the domain held in passive
@@ -31,7 +34,9 @@ use core::ptr;
 use crossbeam_utils::CachePadded;
 
 use crate::barrier;
-use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
+
+mod chunks;
 
 /// Locks one thread can hold in passive mode at once, per domain. A further
 /// nested read is taken in active mode (one atomic increment and decrement
@@ -73,8 +78,9 @@ pub(crate) struct Record {
     /// Registered with the kernel helper by its owner (who writes it;
     /// writers read it to know whether the helper can reach the owner).
     kernel: AtomicBool,
-    /// The next record of the domain's list; set before publication.
-    next: *const Record,
+    /// The chunk that holds it (`chunks`), set before the chunk is
+    /// published; null in the sentinels.
+    chunk: *const chunks::Chunk,
     /// What a record of an RCU domain belongs to (`crate::rcu`: the
     /// address of its `RcuDomain`, which the release fast path needs, with
     /// bit 0 `rcu::NESTED_LIVE` while the owner's section has nested
@@ -104,22 +110,23 @@ const _: () = {
     assert!(PASSIVE_SLOTS == prwlock_sys::SLOTS && FREE == prwlock_sys::SLOT_FREE);
 };
 
-// SAFETY: every field is an atomic except `next`, which is written once
-// before the record is published (Release CAS on the list head) and only
-// read afterwards.
+// SAFETY: every field is an atomic except `chunk`, which is written once
+// before the record's chunk is published (Release CAS on the chunk list's
+// head) and only read afterwards.
 unsafe impl Sync for Record {}
 // SAFETY: as above; a record is never moved after publication.
 unsafe impl Send for Record {}
 
 impl Record {
-    fn new(next: *const Record) -> Self {
+    /// A free record, not yet in a chunk (`chunks::Chunk` sets `chunk`).
+    fn new() -> Self {
         Record {
             slots: core::array::from_fn(|_| AtomicU64::new(FREE)),
             converted: AtomicU32::new(0),
-            in_use: AtomicBool::new(true),
+            in_use: AtomicBool::new(false),
             retired: AtomicBool::new(false),
             kernel: AtomicBool::new(false),
-            next,
+            chunk: ptr::null(),
             context: AtomicUsize::new(0),
             _gap: 0,
             on_cpu: core::sync::atomic::AtomicU32::new(0),
@@ -144,7 +151,7 @@ impl Record {
             in_use: AtomicBool::new(true),
             retired: AtomicBool::new(true),
             kernel: AtomicBool::new(false),
-            next: ptr::null(),
+            chunk: ptr::null(),
             context: AtomicUsize::new(0),
             _gap: 0,
             on_cpu: core::sync::atomic::AtomicU32::new(0),
@@ -176,7 +183,7 @@ impl Record {
             in_use: AtomicBool::new(true),
             retired: AtomicBool::new(true),
             kernel: AtomicBool::new(false),
-            next: ptr::null(),
+            chunk: ptr::null(),
             context: AtomicUsize::new(0),
             _gap: 0,
             on_cpu: core::sync::atomic::AtomicU32::new(0),
@@ -416,9 +423,33 @@ impl Record {
         }
         // Relaxed: owner-only word (a leaked converted guard's mark).
         self.converted.store(0, Ordering::Relaxed);
-        // Release: pairs with the Acquire CAS of the next owner in `claim`,
-        // which so inherits this thread's reports and cleared slots.
+        // Off the walks first, then free (`chunks`, module docs).
+        // SAFETY: a claimed record is in a published chunk, never freed.
+        if let Some(chunk) = unsafe { self.chunk.as_ref() } {
+            chunk.clear_live(self);
+        }
+        // Release: pairs with the Acquire CAS of the next owner in
+        // `try_claim`, which so inherits this thread's reports and cleared
+        // slots.
         self.in_use.store(false, Ordering::Release);
+    }
+
+    /// Claims this record if it is free (`chunks::ChunkList::claim`).
+    fn try_claim(&self) -> bool {
+        !self.retired.load(Ordering::Relaxed)
+            // Acquire on success: pairs with the last owner's Release in
+            // `release`.
+            && self
+                .in_use
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// Claims a record of a chunk not yet published (its publication
+    /// orders this store).
+    fn claim_fresh(&self) {
+        // Relaxed: published by the chunk's Release CAS.
+        self.in_use.store(true, Ordering::Relaxed);
     }
 }
 
@@ -447,10 +478,9 @@ impl Record {
 pub struct Domain {
     /// Incremented by each writer's consensus (Fig. 4 line 6).
     version: CachePadded<AtomicU64>,
-    /// The record list (push-only; records are reused, never removed).
-    head: AtomicPtr<Record>,
-    /// Records allocated.
-    records: AtomicUsize,
+    /// The records, in chunks with a bitmap of the live ones (push-only;
+    /// records are reused, never removed).
+    records: chunks::ChunkList,
     /// Heavy barriers issued by writers of this domain's locks.
     barriers: AtomicU64,
     /// Whether the domain's locks may switch to active reading
@@ -461,10 +491,10 @@ pub struct Domain {
     active_mode_entries: core::sync::atomic::AtomicU64,
 }
 
-/// What a domain's record list holds (see [`Domain::stats`]).
+/// What a domain's records are (see [`Domain::stats`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DomainStats {
-    /// Records ever allocated: the most threads registered at once.
+    /// Records ever claimed: the most threads registered at once.
     pub records: usize,
     /// Records owned by a live thread now.
     pub in_use: usize,
@@ -555,8 +585,7 @@ impl Domain {
         pub fn new() -> Self {
             Domain {
                 version: CachePadded::new(AtomicU64::new(0)),
-                head: AtomicPtr::new(ptr::null_mut()),
-                records: AtomicUsize::new(0),
+                records: chunks::ChunkList::new(),
                 barriers: AtomicU64::new(0),
                 write_heavy_mode: core::sync::atomic::AtomicBool::new(true),
                 active_mode_entries: core::sync::atomic::AtomicU64::new(0),
@@ -622,14 +651,11 @@ impl Domain {
         self.version.fetch_add(1, Ordering::SeqCst) + 1
     }
 
-    /// Every record of the domain.
-    pub(crate) fn records(&self) -> Records<'_> {
-        // Acquire: pairs with the Release CAS in `claim` that publishes a
-        // new record (its `next` and initial fields).
-        Records {
-            next: self.head.load(Ordering::Acquire),
-            _domain: core::marker::PhantomData,
-        }
+    /// The live records of the domain: claimed by a running thread, or
+    /// retired with a leaked hold (`chunks`: a free record holds nothing
+    /// and has nothing to report).
+    pub(crate) fn records(&self) -> chunks::Records<'_> {
+        self.records.live()
     }
 
     /// Whether every live record other than `own` reported at least
@@ -711,101 +737,38 @@ impl Domain {
         self.records().any(|r| r.holds(id))
     }
 
-    /// Counts of the record list (a snapshot: threads come and go).
+    /// Counts of the domain's records (a snapshot: threads come and go).
     pub fn stats(&self) -> DomainStats {
-        let mut stats = DomainStats {
-            // Relaxed: a statistic.
-            records: self.records.load(Ordering::Relaxed),
-            in_use: 0,
-            retired: 0,
+        // Relaxed: statistics.
+        let (records, in_use, retired) = self.records.counts(
+            |r| r.in_use.load(Ordering::Relaxed),
+            |r| r.retired.load(Ordering::Relaxed),
+        );
+        DomainStats {
+            records,
+            in_use,
+            retired,
+            // Relaxed: statistics.
             version: self.version.load(Ordering::Relaxed),
             heavy_barriers: self.barriers.load(Ordering::Relaxed),
             active_mode_entries: self
                 .active_mode_entries
                 .load(core::sync::atomic::Ordering::Relaxed),
-        };
-        for r in self.records() {
-            // Relaxed: statistics.
-            if r.retired.load(Ordering::Relaxed) {
-                stats.retired += 1;
-            } else if r.in_use.load(Ordering::Relaxed) {
-                stats.in_use += 1;
-            }
         }
-        stats
     }
 
-    /// A record for the calling thread: a free one if there is one, else a
-    /// new one pushed on the list.
+    /// A record for the calling thread: a free one if there is one, else one
+    /// of a new chunk.
     #[cold]
     fn claim(&'static self) -> &'static Record {
-        let claimed = self.records().find(|r| {
-            !r.retired.load(Ordering::Relaxed)
-                // Acquire on success: pairs with the last owner's Release in
-                // `Record::release`.
-                && r
-                    .in_use
-                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-        });
-        let record = match claimed {
-            Some(r) => r,
-            None => {
-                let mut head = self.head.load(Ordering::Relaxed);
-                let fresh = Box::into_raw(Box::new(Record::new(head)));
-                loop {
-                    // Release: publishes the record's fields to walkers
-                    // (Acquire in `records`). SeqCst on success for the
-                    // fence argument below.
-                    match self.head.compare_exchange_weak(
-                        head,
-                        fresh,
-                        Ordering::SeqCst,
-                        Ordering::Relaxed,
-                    ) {
-                        Ok(_) => break,
-                        Err(now) => {
-                            head = now;
-                            // SAFETY: `fresh` is ours until the CAS succeeds.
-                            unsafe { (*fresh).next = now };
-                        }
-                    }
-                }
-                // Relaxed: a statistic.
-                self.records.fetch_add(1, Ordering::Relaxed);
-                // Domains are 'static and records are reused, not removed.
-                // SAFETY: published records are never freed.
-                unsafe { &*fresh }
-            }
-        };
-        // SeqCst fence: a writer that walked the list before our CAS (and so
-        // did not see this record, or saw it free) ran a SeqCst fence after
-        // setting its writer word; this fence follows it in the single
-        // SeqCst order, so our first check of a writer word sees it.
+        let record = self.records.claim();
+        // SeqCst fence: a writer that walked the records before the claim
+        // set the record's live bit (and so did not see it, or saw it free)
+        // ran a SeqCst fence after setting its writer word; this fence
+        // follows it in the single SeqCst order, so our first check of a
+        // writer word sees it (`chunks`, module docs).
         fence(Ordering::SeqCst);
         record
-    }
-}
-
-/// Iterator over a domain's records.
-pub(crate) struct Records<'a> {
-    next: *const Record,
-    _domain: core::marker::PhantomData<&'a Domain>,
-}
-
-impl<'a> Iterator for Records<'a> {
-    type Item = &'a Record;
-
-    #[inline]
-    fn next(&mut self) -> Option<&'a Record> {
-        if self.next.is_null() {
-            return None;
-        }
-        // `next` links were written before publication (`Domain::claim`).
-        // SAFETY: published records are never freed.
-        let r = unsafe { &*self.next };
-        self.next = r.next;
-        Some(r)
     }
 }
 

@@ -385,7 +385,7 @@ impl PrwLock {
 
     /// The lock's id, assigning one on first use.
     #[inline(always)]
-    fn id(&self) -> u64 {
+    pub(crate) fn id(&self) -> u64 {
         // Relaxed: the id never changes once set; coherence gives every
         // later load of `state` by this thread the same id.
         self.id_in(self.state.load(Ordering::Relaxed))
