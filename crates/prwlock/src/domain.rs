@@ -3,10 +3,11 @@
 //!
 //! A [`Domain`] groups the prwlocks that reach consensus together: it owns a
 //! version counter that every writer of every lock in it increments, and the
-//! list of status records of the threads that read those locks. A thread gets
-//! one record per domain on its first read there and gives it back when it
-//! exits (a thread-local destructor); the next thread to register reuses it,
-//! so a domain holds as many records as it ever had threads *at once*.
+//! status records of the threads that read those locks. A thread gets one
+//! record per domain on its first read there and gives it back when it exits
+//! (a thread-local destructor); the next thread to register reuses it, so a
+//! domain uses as many records as it ever had threads *at once* (allocated
+//! 64 at a time, 8 KiB).
 //! Records are never freed: domains are `'static` (the process-wide
 //! [`Domain::global`], or a user's `static`), so a record pointer never
 //! dangles, and a writer can walk the records without any reclamation
@@ -454,7 +455,7 @@ impl Record {
 }
 
 /// A set of prwlocks that reach reader consensus together (paper Section
-/// 3.4): one version counter, one list of per-thread status records.
+/// 3.4): one version counter, one set of per-thread status records.
 ///
 /// A writer of any lock in a domain increments the domain's version and, if
 /// some reader of the domain has not reported it, issues one heavy barrier

@@ -73,22 +73,26 @@ unsafe impl Sync for Chunk {}
 unsafe impl Send for Chunk {}
 
 impl Chunk {
-    /// A chunk of free records, pointing back at it, whose record 0 is
-    /// already claimed by the caller (its bit set), to be pushed before
-    /// `next`. Boxed, so that the records' back pointers stay valid.
-    fn with_first_claimed(next: *const Chunk) -> Box<Chunk> {
-        let mut chunk = Box::new(Chunk {
+    /// A new chunk of free records that point back at it, whose record 0
+    /// is already claimed by the caller (its bit set), to be pushed before
+    /// `next`; the caller owns it until it publishes it.
+    fn new_with_first_claimed(next: *const Chunk) -> *mut Chunk {
+        let raw = Box::into_raw(Box::new(Chunk {
             records: core::array::from_fn(|_| Record::new()),
             live: AtomicU64::new(1),
             used: core::sync::atomic::AtomicU64::new(1),
             next,
-        });
-        let this: *const Chunk = &*chunk;
-        for r in chunk.records.iter_mut() {
-            r.chunk = this;
+        }));
+        // SAFETY: `raw` comes from the box just leaked and nobody else has
+        // it yet; the back pointers are written through it, so they stay
+        // valid for as long as the chunk (forever: chunks are never freed).
+        unsafe {
+            for i in 0..CHUNK {
+                (*raw).records[i].chunk = raw;
+            }
+            (*raw).records[0].claim_fresh();
         }
-        chunk.records[0].claim_fresh();
-        chunk
+        raw
     }
 
     /// The index of `record` in this chunk.
@@ -155,8 +159,17 @@ impl ChunkList {
     /// A free record, now claimed by the caller and live; a new chunk if
     /// none is free. The caller runs the SeqCst fence of the module docs
     /// next.
+    ///
+    /// First fit, the oldest chunk first and the lowest free record in it:
+    /// a claim never takes a record past the number of records live now,
+    /// so the records ever claimed are the most threads registered at once
+    /// (`DomainStats::records`), and live records stay packed in the
+    /// oldest chunks.
     pub(crate) fn claim(&self) -> &Record {
-        for chunk in self.chunks() {
+        // Cold (a thread's first read in the domain): a few chunks, oldest
+        // last in the list.
+        let chunks: Vec<&Chunk> = self.chunks().collect();
+        for chunk in chunks.into_iter().rev() {
             // Relaxed: a hint; the CAS on `in_use` decides.
             let mut free = !chunk.live.load(Ordering::Relaxed) & ALL;
             while free != 0 {
@@ -176,7 +189,7 @@ impl ChunkList {
             }
         }
         let mut head = self.head.load(Ordering::Relaxed);
-        let fresh = Box::into_raw(Chunk::with_first_claimed(head));
+        let fresh = Chunk::new_with_first_claimed(head);
         loop {
             // Release: publishes the chunk (Acquire in `chunks` and
             // `live`); SeqCst on success, as the bit set above.
@@ -308,10 +321,19 @@ mod tests {
         assert_eq!(D.records().count(), 2, "the retired record stays");
         assert!(D.records().any(|r| r.holds(LOCK.id())));
 
-        // The next threads reuse the free records: no new chunk.
+        // The next threads reuse the free records, first fit: 140 at once
+        // (with this thread and the retired record, 142 live) claim no
+        // record that the 150 did not.
+        let all = std::sync::Barrier::new(140);
         std::thread::scope(|s| {
-            for _ in 0..3 {
-                s.spawn(|| read_once(&LOCK));
+            for _ in 0..140 {
+                s.spawn(|| {
+                    read_once(&LOCK);
+                    all.wait();
+                    assert_eq!(D.records().count(), 142, "{:?}", D.stats());
+                    // Nobody leaves before everyone has counted.
+                    all.wait();
+                });
             }
         });
         assert_eq!(D.stats().records, 150);

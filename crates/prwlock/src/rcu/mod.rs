@@ -184,7 +184,7 @@ const FLAGS: u64 = PARKED | FENCED;
 /// One version.
 const STEP: u64 = 1 << 2;
 /// A bit of an RCU record's context word (otherwise its domain's address,
-/// 128-byte aligned): the current section has had nested guards, so its
+/// aligned as `CachePadded`, so bit 0 is clear): the current section has had nested guards, so its
 /// guards leave through `release_cold` (one test on the release's fast
 /// path for that and for the sentinel record). Set by the second guard of
 /// a section, cleared when the section ends.
@@ -239,7 +239,7 @@ fn give_way(version: u64) {
 }
 
 /// A group of RCU readers and synchronizers that reach consensus together
-/// (FCP's lock domain, Section 3.4): one version, one list of per-thread
+/// (FCP's lock domain, Section 3.4): one version, one set of per-thread
 /// status records, one queue of deferred callbacks. A `synchronize` of one
 /// domain never waits for readers of another.
 ///
@@ -533,8 +533,8 @@ impl RcuDomain {
     /// registration).
     #[inline(always)]
     fn of(record: &Record) -> &'static RcuDomain {
-        // Only `read_slow` registers records of an RCU domain's record
-        // list, and it sets the context first; domains are 'static.
+        // Only `read_slow` registers records of an RCU domain, and it sets
+        // the context first; domains are 'static.
         // SAFETY: so the word is the address of a live domain.
         unsafe { &*((record.context() & !NESTED_LIVE) as *const RcuDomain) }
     }
