@@ -830,8 +830,9 @@ crate::sync::thread_local! {
 pub(crate) fn rcu_cached(domain: &Domain) -> &'static Record {
     let (d, r) = RCU_CACHE.with(Cell::get);
     let r = core::hint::select_unpredictable(ptr::eq(d, domain), r, rcu_no_record());
-    // SAFETY: the cell holds this thread's record (never freed) when the
-    // domain matches, and the sentinel is a static.
+    // The cell holds this thread's record (never freed) when the domain
+    // matches, and the sentinel is a static.
+    // SAFETY: so `r` points to a live record.
     unsafe { &*r }
 }
 

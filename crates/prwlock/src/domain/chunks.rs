@@ -83,9 +83,10 @@ impl Chunk {
             used: core::sync::atomic::AtomicU64::new(1),
             next,
         }));
-        // SAFETY: `raw` comes from the box just leaked and nobody else has
-        // it yet; the back pointers are written through it, so they stay
-        // valid for as long as the chunk (forever: chunks are never freed).
+        // `raw` comes from the box just leaked and nobody else has it yet;
+        // the back pointers are written through it, so they stay valid for
+        // as long as the chunk (forever: chunks are never freed).
+        // SAFETY: so these writes through `raw` are the only accesses.
         unsafe {
             for i in 0..CHUNK {
                 (*raw).records[i].chunk = raw;
@@ -137,8 +138,9 @@ impl ChunkList {
         // chunk (its records, back pointers and `next`).
         let mut next: *const Chunk = self.head.load(Ordering::Acquire);
         core::iter::from_fn(move || {
-            // SAFETY: published chunks are never freed, and `next` links
-            // were written before publication.
+            // Published chunks are never freed, and `next` links were
+            // written before publication.
+            // SAFETY: so `next` is null or a live chunk.
             let chunk = unsafe { next.as_ref()? };
             next = chunk.next;
             Some(chunk)
@@ -256,8 +258,8 @@ impl<'a> Iterator for Records<'a> {
             if self.live != 0 {
                 let i = self.live.trailing_zeros() as usize;
                 self.live &= self.live - 1;
-                // SAFETY: `chunk` is a published chunk (the bits come from
-                // it), never freed.
+                // The bits come from `chunk`, a published chunk, never freed.
+                // SAFETY: so `chunk` is a live chunk.
                 return Some(unsafe { &(*self.chunk).records[i] });
             }
             // SAFETY: as in `ChunkList::chunks`.

@@ -811,9 +811,10 @@ impl Drop for RcuReadGuard {
             return RcuDomain::release_cold(record, self.release);
         }
         // No nested guard, so this guard began the section and holds its
-        // word (`FREE | v`), and the record is not the sentinel.
-        // SAFETY: so the context word is the address of the record's
-        // 'static domain (`RcuDomain::of`), with the flag clear.
+        // word (`FREE | v`), and the record is not the sentinel: the
+        // context word is the address of the record's 'static domain
+        // (`RcuDomain::of`), with the flag clear.
+        // SAFETY: so the cast names a live domain.
         let domain = unsafe { &*(context as *const RcuDomain) };
         domain.end_section(record, self.release);
     }
