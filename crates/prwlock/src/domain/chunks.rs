@@ -287,20 +287,28 @@ mod tests {
         unsafe { lock.unlock_shared(t) };
     }
 
+    /// `n` threads each read `lock` once and, all registered at once, run
+    /// `check`; none leaves before every one has run it.
+    fn registered_at_once(lock: &PrwLock, n: usize, check: impl Fn() + Sync) {
+        let all = std::sync::Barrier::new(n);
+        std::thread::scope(|s| {
+            for _ in 0..n {
+                s.spawn(|| {
+                    read_once(lock);
+                    all.wait();
+                    check();
+                    all.wait();
+                });
+            }
+        });
+    }
+
     #[test]
     fn a_walk_visits_the_live_records_only() {
         static D: Domain = Domain::new();
         static LOCK: PrwLock = PrwLock::in_domain(&D);
         // 150 threads registered at once (three chunks), all gone since.
-        let all = std::sync::Barrier::new(150);
-        std::thread::scope(|s| {
-            for _ in 0..150 {
-                s.spawn(|| {
-                    read_once(&LOCK);
-                    all.wait();
-                });
-            }
-        });
+        registered_at_once(&LOCK, 150, || {});
         // A scoped thread's thread-locals may outlive the scope briefly.
         while D.stats().in_use != 0 {
             std::thread::yield_now();
@@ -326,17 +334,8 @@ mod tests {
         // The next threads reuse the free records, first fit: 140 at once
         // (with this thread and the retired record, 142 live) claim no
         // record that the 150 did not.
-        let all = std::sync::Barrier::new(140);
-        std::thread::scope(|s| {
-            for _ in 0..140 {
-                s.spawn(|| {
-                    read_once(&LOCK);
-                    all.wait();
-                    assert_eq!(D.records().count(), 142, "{:?}", D.stats());
-                    // Nobody leaves before everyone has counted.
-                    all.wait();
-                });
-            }
+        registered_at_once(&LOCK, 140, || {
+            assert_eq!(D.records().count(), 142, "{:?}", D.stats());
         });
         assert_eq!(D.stats().records, 150);
     }
