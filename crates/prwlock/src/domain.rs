@@ -393,6 +393,19 @@ impl Record {
             && self.in_use.load(Ordering::Acquire)
     }
 
+    /// Whether a wait for what this record holds must consider it: not
+    /// `own`, and claimed, by a live thread or retired (its thread gave it
+    /// back with a hold in it: a leaked guard, or one that a thread-local
+    /// destroyed after the thread's records still owns, whose release is to
+    /// come). A retired record takes no new hold, so reports and the
+    /// barrier decision skip it (`is_live_other`); its holds do not end
+    /// until their guards drop.
+    #[inline]
+    pub(crate) fn is_claimed_other(&self, own: *const Record) -> bool {
+        // Acquire: as in `is_live_other` (a retired record stays in use).
+        !ptr::eq(self, own) && self.in_use.load(Ordering::Acquire)
+    }
+
     /// Whether the kernel helper saw the owner leave its CPU (and it has
     /// not run since). Only the helper writes `OFF_CPU`, and only while
     /// the record is registered (it writes 0 when the registration ends).
@@ -405,8 +418,10 @@ impl Record {
         self.on_cpu.load(core::sync::atomic::Ordering::Acquire) & prwlock_sys::OFF_CPU != 0
     }
 
-    /// Gives the record back at thread exit (or retires it if a guard was
-    /// leaked, so that no other thread inherits a held slot).
+    /// Gives the record back at thread exit (or retires it if a hold is
+    /// still in it, so that no other thread inherits a held slot: a leaked
+    /// guard, or a live one in a thread-local destroyed after this one,
+    /// whose release writes the slot later).
     fn release(&self, _domain: &'static Domain) {
         #[cfg(not(loom))]
         self.unregister_from_kernel(_domain);
@@ -499,7 +514,9 @@ pub struct DomainStats {
     pub records: usize,
     /// Records owned by a live thread now.
     pub in_use: usize,
-    /// Records retired because their thread exited with a leaked read guard.
+    /// Records retired because their thread gave them back with a read
+    /// still held: a leaked guard, or one alive in a thread-local that is
+    /// destroyed after the thread's records (never reused either way).
     pub retired: usize,
     /// The domain's version: the number of passive-mode writer consensus
     /// rounds (a write in active mode, see [`crate::policy`], runs none).
@@ -705,15 +722,22 @@ impl Domain {
     /// needs, see `PrwLock::consensus`), provided every record it must
     /// reach is registered; otherwise, and in `Membarrier` mode,
     /// `membarrier`. Records skipped here are skipped for the reasons
-    /// `all_reported` gives (own, retired, free).
+    /// `all_reported` gives (own, retired, free), except that with `all`
+    /// a retired record counts: its owner may still be running (a guard
+    /// alive in its thread-local teardown) and its release must see a
+    /// parked waiter's flag, but it left the helper when it retired, so
+    /// only `membarrier` reaches it.
     pub(crate) fn heavy_barrier(&'static self, version: u64, own: *const Record, all: bool) {
         #[cfg(not(loom))]
         if let Some(dev) = barrier::device() {
             let unreachable = self.records().any(|r| {
-                r.is_live_other(own)
-                    && (all || !r.reported(version))
+                (if all {
+                    r.is_claimed_other(own)
+                } else {
+                    r.is_live_other(own) && !r.reported(version)
+                })
                     // Acquire: pairs with the Release in
-                    // `register_with_kernel`.
+                    // `register_with_kernel` (a retired record reads false).
                     && !r.kernel.load(Ordering::Acquire)
             });
             if !unreachable && dev.consensus(self.cookie(), version, all).is_ok() {

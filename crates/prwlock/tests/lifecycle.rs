@@ -220,3 +220,57 @@ fn reads_work_while_thread_locals_are_destroyed() {
         "the thread gave its record back, and the main thread reused it: {stats:?}"
     );
 }
+
+/// A read guard kept in a thread-local that outlives the thread's records
+/// (destroyed after them): the record is retired with the hold still in
+/// it, and a writer waits for the guard, not for the thread's exit.
+#[test]
+fn a_read_guard_alive_during_thread_local_teardown_keeps_its_lock() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static D: Domain = Domain::new();
+    type Lock = prwlock::RwLock<u64>;
+    struct Held {
+        guard: Option<lock_api::RwLockReadGuard<'static, PrwLock, u64>>,
+        torn_down: mpsc::Sender<()>,
+        ended: Arc<AtomicBool>,
+    }
+    impl Drop for Held {
+        fn drop(&mut self) {
+            let guard = self.guard.take().expect("a guard");
+            self.torn_down.send(()).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            // SeqCst: read by the writer once it has the lock.
+            self.ended.store(true, Ordering::SeqCst);
+            drop(guard);
+        }
+    }
+    std::thread_local! {
+        static HELD: std::cell::RefCell<Option<Held>> = const { std::cell::RefCell::new(None) };
+    }
+    let lock: &'static Lock = Box::leak(Box::new(Lock::from_raw(PrwLock::in_domain(&D), 0)));
+    let (torn_tx, torn_rx) = mpsc::channel();
+    let ended = Arc::new(AtomicBool::new(false));
+    let e = ended.clone();
+    let holder = std::thread::spawn(move || {
+        // First touched before the thread's first read: destroyed after
+        // the thread's records are given back.
+        HELD.with(|h| {
+            *h.borrow_mut() = Some(Held {
+                guard: None,
+                torn_down: torn_tx,
+                ended: e,
+            })
+        });
+        let guard = lock.read();
+        HELD.with(|h| h.borrow_mut().as_mut().unwrap().guard = Some(guard));
+    });
+    torn_rx.recv().unwrap();
+    *lock.write() += 1;
+    assert!(
+        ended.load(Ordering::SeqCst),
+        "a writer entered under a live read guard"
+    );
+    holder.join().unwrap();
+    assert_eq!(*lock.read(), 1);
+    assert_eq!(D.stats().retired, 1, "{:?}", D.stats());
+}

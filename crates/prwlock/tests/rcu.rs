@@ -392,3 +392,76 @@ fn global_functions_use_the_global_domain() {
     rcu::barrier();
     assert_eq!(*cell.load(), "b");
 }
+
+/// A guard kept in a thread-local that outlives the thread's records
+/// (destroyed after them): its section is still open when the thread gives
+/// its records back, and a grace period must wait for it. (Found in review
+/// on 2026-11-27: the record was retired as if the guard had leaked, and
+/// synchronizers skipped it, so the value below was freed under the guard.)
+#[test]
+fn a_guard_alive_during_thread_local_teardown_is_waited_for() {
+    use prwlock::rcu::RcuReadGuard;
+    use std::sync::mpsc;
+    static D: RcuDomain = RcuDomain::new();
+    const VALUE: u64 = 0x0123_4567_89ab_cdef;
+    struct Held {
+        cell: Arc<RcuCell<u64>>,
+        guard: Option<RcuReadGuard>,
+        torn_down: mpsc::Sender<()>,
+        seen: mpsc::Sender<u64>,
+        ended: Arc<AtomicBool>,
+    }
+    impl Drop for Held {
+        fn drop(&mut self) {
+            let guard = self.guard.take().expect("a guard");
+            let value: &u64 = self.cell.get(&guard);
+            // The thread's records were given back before this destructor.
+            self.torn_down.send(()).unwrap();
+            // Time for the other thread to replace the value and wait for
+            // a grace period (microseconds when nothing holds it up).
+            thread::sleep(Duration::from_millis(200));
+            self.seen.send(*value).unwrap();
+            // SeqCst: read by the synchronizer after its grace period.
+            self.ended.store(true, Ordering::SeqCst);
+            drop(guard);
+        }
+    }
+    std::thread_local! {
+        static HELD: std::cell::RefCell<Option<Held>> = const { std::cell::RefCell::new(None) };
+    }
+    let cell = Arc::new(RcuCell::from_pointee_in(VALUE, &D));
+    let (torn_tx, torn_rx) = mpsc::channel();
+    let (seen_tx, seen_rx) = mpsc::channel();
+    let ended = Arc::new(AtomicBool::new(false));
+    let (c, e) = (cell.clone(), ended.clone());
+    let holder = thread::spawn(move || {
+        // First touched before the thread's first read, so destroyed after
+        // the thread's records are given back (reverse order).
+        HELD.with(|h| {
+            *h.borrow_mut() = Some(Held {
+                cell: c,
+                guard: None,
+                torn_down: torn_tx,
+                seen: seen_tx,
+                ended: e,
+            })
+        });
+        let guard = D.read();
+        HELD.with(|h| h.borrow_mut().as_mut().unwrap().guard = Some(guard));
+    });
+    torn_rx.recv().unwrap();
+    cell.store(Arc::new(1));
+    // A grace period, then the deferred drop of the old value.
+    D.barrier();
+    assert!(
+        ended.load(Ordering::SeqCst),
+        "the grace period ended under a live guard"
+    );
+    assert_eq!(
+        seen_rx.recv().unwrap(),
+        VALUE,
+        "the guard's value was freed"
+    );
+    holder.join().unwrap();
+    D.synchronize();
+}

@@ -92,7 +92,8 @@
 //!                  else (after a ~1 µs spin for reports) one heavy
 //!                  barrier                                    (lines 4-7: AskForReport)
 //!         phase 2: for each record holding HOLD|v' with v' < v: wait until
-//!                  the slot changes                           (lines 8-10)
+//!                  the slot changes (retired records too: a
+//!                  guard may outlive its thread's records)    (lines 8-10)
 //!         phase 3: wait until active == 0                     (lines 11-12)
 //! ```
 //!
@@ -389,8 +390,12 @@ impl RcuDomain {
     /// the section ends) but delays every synchronizer of the domain, and
     /// calling `synchronize` (or a `defer` that would reclaim) inside one
     /// panics, since it would wait for itself. Leaking the guard
-    /// (`mem::forget`) leaves the thread in the section: every later
-    /// `synchronize` of the domain then waits until the thread exits.
+    /// (`mem::forget`) leaves the thread in the section for good, as a
+    /// leaked read guard keeps a lock read-locked: every later
+    /// `synchronize` of the domain waits forever, even after the thread
+    /// exits (a guard may outlive its thread's records, kept in a
+    /// thread-local destroyed after them, and is waited for until it
+    /// drops; a leaked one looks the same).
     #[inline]
     pub fn read(&'static self) -> RcuReadGuard {
         self.begin(domain::rcu_cached(&self.records), barrier::light)
@@ -669,10 +674,12 @@ impl RcuDomain {
             self.barriers.fetch_add(1, Ordering::Relaxed);
             self.records.heavy_barrier(v, own, false);
         }
-        // Phase 2 (lines 8-10).
+        // Phase 2 (lines 8-10): retired records too (their thread gave
+        // them back inside a section: a leaked guard, or a live one in a
+        // thread-local destroyed after the records, which ends later).
         let mut parked = false;
         for r in self.records.records() {
-            if !r.is_live_other(own) {
+            if !r.is_claimed_other(own) {
                 continue;
             }
             let slot = r.slot(0);
