@@ -422,7 +422,8 @@ impl Record {
     /// still in it, so that no other thread inherits a held slot: a leaked
     /// guard, or a live one in a thread-local destroyed after this one,
     /// whose release writes the slot later).
-    fn release(&self, _domain: &'static Domain) {
+    /// Whether it retired the record.
+    fn release(&self, _domain: &'static Domain) -> bool {
         #[cfg(not(loom))]
         self.unregister_from_kernel(_domain);
         // Relaxed: the owner reads its own stores.
@@ -435,7 +436,7 @@ impl Record {
             // which then skips this record (its owner takes no new hold;
             // the leaked ones stay visible to `holds`).
             self.retired.store(true, Ordering::Release);
-            return;
+            return true;
         }
         // Relaxed: owner-only word (a leaked converted guard's mark).
         self.converted.store(0, Ordering::Relaxed);
@@ -448,6 +449,7 @@ impl Record {
         // `try_claim`, which so inherits this thread's reports and cleared
         // slots.
         self.in_use.store(false, Ordering::Release);
+        false
     }
 
     /// Claims this record if it is free (`chunks::ChunkList::claim`).
@@ -812,9 +814,46 @@ impl Drop for Registrations {
         let _ = CACHE.try_with(|c| c.set((ptr::null(), ptr::null())));
         let _ = RCU_CACHE.try_with(|c| c.set((ptr::null(), ptr::null())));
         for (domain, record) in self.list.borrow_mut().drain(..) {
-            record.release(domain);
+            if record.release(domain) {
+                keep_retired(domain, record);
+            }
         }
     }
+}
+
+/// Records the calling thread retired in its thread-local teardown (a hold
+/// still in them), so that the thread can still tell it holds them
+/// ([`find_retired`]). Bounded: a thread that retires more than this
+/// (holds leaked or alive in more domains at once) keeps the first ones.
+const RETIRED_KEPT: usize = 4;
+
+/// [`RETIRED_KEPT`] pairs (domain, record) of the calling thread, null
+/// when unused.
+type RetiredHere = [(*const Domain, *const Record); RETIRED_KEPT];
+
+fn keep_retired(domain: &'static Domain, record: &'static Record) {
+    let _ = RETIRED_HERE.try_with(|kept| {
+        let mut pairs = kept.get();
+        if let Some(free) = pairs.iter_mut().find(|(d, _)| d.is_null()) {
+            *free = (domain, record);
+            kept.set(pairs);
+        }
+    });
+}
+
+/// The record the calling thread retired in `domain` during its
+/// thread-local teardown (see [`find`], which no longer answers then).
+pub(crate) fn find_retired(domain: &'static Domain) -> Option<&'static Record> {
+    RETIRED_HERE
+        .try_with(|kept| {
+            kept.get()
+                .iter()
+                .find(|(d, _)| ptr::eq(*d, domain))
+                // SAFETY: records are never freed.
+                .map(|&(_, r)| unsafe { &*r })
+        })
+        .ok()
+        .flatten()
 }
 
 #[cfg(not(loom))]
@@ -832,6 +871,11 @@ crate::sync::thread_local! {
     /// RCU domain keeps both fast paths.
     static RCU_CACHE: Cell<(*const Domain, *const Record)> =
         const { Cell::new((ptr::null(), ptr::null())) };
+    /// The records this thread retired in its teardown (`keep_retired`);
+    /// `const` and without a destructor, so that it outlives
+    /// `REGISTRATIONS`.
+    static RETIRED_HERE: Cell<RetiredHere> =
+        const { Cell::new([(ptr::null(), ptr::null()); RETIRED_KEPT]) };
 }
 
 // loom's `thread_local!` has no `const` initialiser form.
@@ -840,6 +884,7 @@ crate::sync::thread_local! {
     static CACHE: Cell<(*const Domain, *const Record)> = Cell::new((ptr::null(), ptr::null()));
     static REGISTRATIONS: Registrations = Registrations { list: RefCell::new(Vec::new()) };
     static RCU_CACHE: Cell<(*const Domain, *const Record)> = Cell::new((ptr::null(), ptr::null()));
+    static RETIRED_HERE: Cell<RetiredHere> = Cell::new([(ptr::null(), ptr::null()); RETIRED_KEPT]);
 }
 
 /// The calling thread's record in `domain` if it is FCP-RCU's cached one

@@ -465,3 +465,145 @@ fn a_guard_alive_during_thread_local_teardown_is_waited_for() {
     holder.join().unwrap();
     D.synchronize();
 }
+
+/// Runs `f` on a thread of its own; whether it finished within `secs`
+/// (the hang tests below fail instead of hanging the suite).
+fn finishes_within(secs: u64, f: impl FnOnce() + Send + 'static) -> bool {
+    let (tx, rx) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        f();
+        let _ = tx.send(());
+    });
+    rx.recv_timeout(Duration::from_secs(secs)).is_ok()
+}
+
+/// `barrier` from a deferred callback, or from the destructor of a value
+/// an `RcuCell` retires, runs what is queued and returns: it does not wait
+/// for the batch it runs in. (Found in review, 2026-11-27: it waited for
+/// every batch in flight, its own included, forever.)
+#[test]
+fn barrier_inside_a_callback_returns() {
+    static D: RcuDomain = RcuDomain::new();
+    static E: RcuDomain = RcuDomain::new();
+    struct Flushes;
+    impl Drop for Flushes {
+        fn drop(&mut self) {
+            E.barrier();
+        }
+    }
+    let ran = Arc::new(AtomicUsize::new(0));
+    let r = ran.clone();
+    assert!(
+        finishes_within(10, move || {
+            D.defer(move || {
+                let r2 = r.clone();
+                D.defer(move || {
+                    r2.fetch_add(1, Ordering::Relaxed);
+                });
+                // Runs the callback just queued (a batch of its own).
+                D.barrier();
+                r.fetch_add(1, Ordering::Relaxed);
+            });
+            D.barrier();
+            E.set_batch_size(1);
+            let cell = RcuCell::from_pointee_in(Flushes, &E);
+            cell.store(Arc::new(Flushes));
+        }),
+        "barrier inside a callback hangs"
+    );
+    assert_eq!(ran.load(Ordering::Relaxed), 2);
+    assert_eq!((D.stats().pending, E.stats().pending), (0, 0));
+}
+
+/// `barrier` waits for the batches taken before its call, not for every
+/// batch in flight: threads that keep reclaiming (each grace period held
+/// up a little by a sleeping reader) do not starve it. (Found in review,
+/// 2026-11-27: it waited for the in-flight count to reach 0, and did not
+/// return within 10 s here.)
+#[test]
+fn barrier_is_not_starved_by_later_batches() {
+    static D: RcuDomain = RcuDomain::new();
+    static STOP: AtomicBool = AtomicBool::new(false);
+    D.set_batch_size(1);
+    let mut threads = vec![thread::spawn(|| {
+        // Relaxed: a stop flag.
+        while !STOP.load(Ordering::Relaxed) {
+            let g = D.read();
+            thread::sleep(Duration::from_micros(500));
+            drop(g);
+        }
+    })];
+    for _ in 0..8 {
+        threads.push(thread::spawn(|| {
+            while !STOP.load(Ordering::Relaxed) {
+                D.defer(|| thread::sleep(Duration::from_millis(2)));
+            }
+        }));
+    }
+    thread::sleep(Duration::from_millis(100));
+    let done = finishes_within(10, || D.barrier());
+    STOP.store(true, Ordering::Relaxed);
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert!(done, "barrier starved by batches taken after its call");
+    D.barrier();
+    assert_eq!(D.stats().pending, 0);
+}
+
+/// During thread-local teardown the thread still knows it is in a
+/// section, for sections counted in `active` and for one open on the
+/// record it retired: `defer` inside one only queues, `synchronize` and
+/// `barrier` panic, as anywhere else. (Found in review, 2026-11-27:
+/// `in_read_section` answered false there, so each of them waited for the
+/// thread's own section, forever.)
+#[test]
+fn sections_during_thread_local_teardown_are_known_to_their_thread() {
+    use prwlock::rcu::RcuReadGuard;
+    use std::sync::mpsc;
+    static D: RcuDomain = RcuDomain::new();
+    /// What the destructor saw: in a section (active path, retired
+    /// record), `defer` queued, `synchronize` and `barrier` panicked.
+    type Seen = [bool; 6];
+    struct OnDrop(Option<RcuReadGuard>, mpsc::Sender<Seen>);
+    impl Drop for OnDrop {
+        fn drop(&mut self) {
+            let mut seen = [false; 6];
+            // A guard kept from before the teardown, on the retired record.
+            let kept = self.0.take().expect("a guard");
+            seen[0] = D.in_read_section();
+            D.defer(|| {});
+            seen[1] = D.stats().pending == 1;
+            drop(kept);
+            // A section counted in `active` (no record now).
+            let g = D.read();
+            seen[2] = D.in_read_section();
+            D.defer(|| {});
+            seen[3] = D.stats().pending == 2;
+            seen[4] = std::panic::catch_unwind(|| D.synchronize()).is_err();
+            seen[5] = std::panic::catch_unwind(|| D.barrier()).is_err();
+            drop(g);
+            assert!(!D.in_read_section());
+            // Outside any section the teardown may reclaim.
+            D.barrier();
+            let _ = self.1.send(seen);
+        }
+    }
+    std::thread_local! {
+        static LATE: std::cell::RefCell<Option<OnDrop>> = const { std::cell::RefCell::new(None) };
+    }
+    D.set_batch_size(1);
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        // First touched before the thread's first read: destroyed after
+        // its records are given back.
+        LATE.with(|l| *l.borrow_mut() = Some(OnDrop(None, tx)));
+        let g = D.read();
+        LATE.with(|l| l.borrow_mut().as_mut().unwrap().0 = Some(g));
+    });
+    let seen = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the teardown waited for its own section");
+    assert_eq!(seen, [true; 6]);
+    assert_eq!(D.stats().pending, 0);
+}

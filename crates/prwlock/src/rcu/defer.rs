@@ -17,15 +17,18 @@
 //! batch of 1024 (`benches/rcu.rs`, `docs/rcu.md`): [`DEFAULT_BATCH`] is
 //! the knee of that curve, 256.
 //!
-//! Drop order: callbacks run in the order they were deferred. Nothing is
-//! kept per thread, so a thread's exit leaves nothing behind; at process
+//! Drop order: the callbacks of one batch run in the order they were
+//! deferred; batches taken by different threads may run at the same time,
+//! each on its taker's thread. Nothing is kept per thread, so a thread's
+//! exit leaves nothing behind; at process
 //! exit, callbacks still queued in a `static` domain stay reachable from
 //! it and do not run (call [`RcuDomain::barrier`] before returning from
 //! `main` if they must). If a callback panics, the panic propagates to the
 //! caller after the rest of the batch is dropped without running (their
 //! captured values are dropped, so a `defer_drop` batch frees everything).
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
+use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -83,12 +86,36 @@ pub(super) struct Queue {
     /// crate, so ThreadSanitizer (`scripts/tsan`) sees it order the queue;
     /// std's is precompiled and invisible to it. (Pushes and takes are
     /// short and rare next to a grace period.)
-    items: Mutex<Vec<Callback>>,
-    /// `items.len()`, readable without the lock (statistics).
+    items: Mutex<Items>,
+    /// Signalled (under `items`) when a batch has run.
+    batch_ran: Condvar,
+    /// `items.queued.len()`, readable without the lock (statistics).
     len: AtomicUsize,
     batch: AtomicUsize,
-    /// Batches taken whose callbacks have not all run yet.
-    in_flight: AtomicUsize,
+}
+
+/// What `Queue::items` guards.
+struct Items {
+    queued: Vec<Callback>,
+    /// The ticket of the next batch taken.
+    next_ticket: u64,
+    /// Tickets of the batches taken whose callbacks have not all run. A
+    /// `barrier` waits for the ones below the next ticket it reads, not
+    /// for the count to reach zero: batches taken after its call (threads
+    /// that keep deferring) cannot hold it up.
+    running: Vec<u64>,
+}
+
+std::thread_local! {
+    /// Batches this thread is running (a callback may reclaim in turn).
+    /// `const` and without a destructor: readable during thread-local
+    /// teardown, where destructors may defer.
+    static RUNNING_BATCHES: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Whether the calling thread is running a batch's callbacks.
+fn in_callback() -> bool {
+    RUNNING_BATCHES.with(Cell::get) != 0
 }
 
 impl core::fmt::Debug for Queue {
@@ -103,56 +130,64 @@ impl core::fmt::Debug for Queue {
 impl Queue {
     pub(super) const fn new() -> Self {
         Queue {
-            items: Mutex::new(Vec::new()),
+            items: Mutex::new(Items {
+                queued: Vec::new(),
+                next_ticket: 0,
+                running: Vec::new(),
+            }),
+            batch_ran: Condvar::new(),
             len: AtomicUsize::new(0),
             batch: AtomicUsize::new(DEFAULT_BATCH),
-            in_flight: AtomicUsize::new(0),
         }
     }
 
     pub(super) fn len(&self) -> usize {
-        // Acquire: pairs with the Release store in `take`, so a caller that
-        // reads its 0 also sees that batch counted in `in_flight`.
-        self.len.load(Ordering::Acquire)
+        // Relaxed: a hint (an empty queue skips the lock) and a statistic;
+        // whoever acts on the queue reads it under the lock.
+        self.len.load(Ordering::Relaxed)
     }
 
     /// Queues `f`; whether the queue reached the batch size.
     fn push(&self, f: Callback) -> bool {
         let mut items = self.items.lock();
-        items.push(f);
-        let n = items.len();
+        items.queued.push(f);
+        let n = items.queued.len();
         // Relaxed: under the lock.
         self.len.store(n, Ordering::Relaxed);
         n >= self.batch.load(Ordering::Relaxed)
     }
 
-    /// Takes every queued callback; a non-empty batch counts as in flight
+    /// Takes every queued callback; a non-empty batch counts as running
     /// until the returned token drops.
     pub(super) fn take(&self) -> (Vec<Callback>, InFlight<'_>) {
-        // Every `synchronize` comes here: an empty queue costs no lock.
+        // Every `synchronize` comes here: an empty queue costs no lock (a
+        // callback queued meanwhile waits for the next caller, as one
+        // queued just after the lock would).
         if self.len() == 0 {
-            return (Vec::new(), InFlight(self, false));
+            return (Vec::new(), InFlight(self, None));
         }
         let mut items = self.items.lock();
-        let batch = core::mem::take(&mut *items);
-        let counted = !batch.is_empty();
-        if counted {
-            // Relaxed: ordered before the store below, which publishes it.
-            self.in_flight.fetch_add(1, Ordering::Relaxed);
-        }
-        // Release: a `barrier` that reads this 0 (Acquire in `len`) and
-        // finds nothing to take sees the batch in flight, and waits for it.
-        self.len.store(0, Ordering::Release);
+        let batch = core::mem::take(&mut items.queued);
+        let ticket = (!batch.is_empty()).then(|| {
+            let t = items.next_ticket;
+            items.next_ticket += 1;
+            items.running.push(t);
+            t
+        });
+        // Relaxed: under the lock.
+        self.len.store(0, Ordering::Relaxed);
         drop(items);
-        (batch, InFlight(self, counted))
+        (batch, InFlight(self, ticket))
     }
 
-    /// Waits until no batch taken before is still running.
-    fn wait_in_flight(&self) {
-        // Acquire: pairs with the Release decrement after a batch ran, so
-        // its callbacks' effects are visible to the caller.
-        while self.in_flight.load(Ordering::Acquire) != 0 {
-            std::thread::yield_now();
+    /// Waits until every batch taken before the call has run.
+    fn wait_taken_before(&self) {
+        let mut items = self.items.lock();
+        let mark = items.next_ticket;
+        // The lock orders the batches' callbacks (their token's drop
+        // takes it) before our return.
+        while items.running.iter().any(|&t| t < mark) {
+            self.batch_ran.wait(&mut items);
         }
     }
 }
@@ -160,19 +195,36 @@ impl Queue {
 /// Runs a batch in order (after its grace period). If a callback panics,
 /// the rest are dropped without running as the panic unwinds.
 pub(super) fn run(batch: Vec<Callback>) {
+    if batch.is_empty() {
+        return;
+    }
+    /// Counts the thread out of the batch, unwinding included.
+    struct Running;
+    impl Drop for Running {
+        fn drop(&mut self) {
+            RUNNING_BATCHES.with(|n| n.set(n.get() - 1));
+        }
+    }
+    RUNNING_BATCHES.with(|n| n.set(n.get() + 1));
+    let _running = Running;
     for f in batch {
         f.run();
     }
 }
 
-/// A batch in flight; counted down when dropped (unwinding included).
-pub(super) struct InFlight<'a>(&'a Queue, bool);
+/// A batch taken (its ticket; none for an empty one): running until
+/// dropped (unwinding included).
+pub(super) struct InFlight<'a>(&'a Queue, Option<u64>);
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        if self.1 {
-            // Release: see `wait_in_flight`.
-            self.0.in_flight.fetch_sub(1, Ordering::Release);
+        if let Some(ticket) = self.1 {
+            let mut items = self.0.items.lock();
+            if let Some(i) = items.running.iter().position(|&t| t == ticket) {
+                items.running.swap_remove(i);
+            }
+            drop(items);
+            self.0.batch_ran.notify_all();
         }
     }
 }
@@ -221,7 +273,14 @@ impl RcuDomain {
     }
 
     /// Runs every callback deferred before the call, after a grace period
-    /// (`rcu_barrier`).
+    /// (`rcu_barrier`): the queued ones here, and it waits for the batches
+    /// other threads took before the call to finish running (not for those
+    /// taken after it).
+    ///
+    /// Called from a deferred callback (or a destructor one runs, e.g. of
+    /// a value an `RcuCell` retired), it runs what is queued but does not
+    /// wait for batches in flight: its own batch is among them, and two
+    /// callbacks waiting for each other's batches would deadlock.
     ///
     /// # Panics
     /// Inside a read section of this domain (see `synchronize`), or if a
@@ -232,8 +291,10 @@ impl RcuDomain {
             "prwlock::rcu: barrier inside a read section of the same domain would wait for itself"
         );
         self.reclaim();
-        // A batch another thread took before us may still be running.
-        self.deferred.wait_in_flight();
+        if !in_callback() {
+            // A batch another thread took before us may still be running.
+            self.deferred.wait_taken_before();
+        }
     }
 
     /// The batch size: a `defer` that brings the queue to it reclaims.

@@ -239,6 +239,74 @@ fn give_way(version: u64) {
     let _ = version;
 }
 
+/// Domains for which [`ACTIVE_HERE`] keeps a count.
+const ACTIVE_KEPT: usize = 4;
+
+/// The sections a thread holds in `active` (no record: its thread-locals
+/// are being destroyed), so that it can still tell it is in one
+/// (`RcuDomain::in_read_section`, which the checks of `synchronize`,
+/// `defer` and `barrier` ask).
+#[derive(Clone, Copy)]
+struct ActiveHere {
+    /// (domain address, sections), 0 when unused.
+    per_domain: [(usize, u32); ACTIVE_KEPT],
+    /// Sections of domains beyond the table: while any is open, the thread
+    /// counts as in a section of every domain (a `defer` only queues, a
+    /// `synchronize` panics rather than wait for itself).
+    untracked: u32,
+}
+
+#[cfg(not(loom))]
+crate::sync::thread_local! {
+    /// `const` and without a destructor: usable during the teardown.
+    static ACTIVE_HERE: core::cell::Cell<ActiveHere> = const {
+        core::cell::Cell::new(ActiveHere { per_domain: [(0, 0); ACTIVE_KEPT], untracked: 0 })
+    };
+}
+
+#[cfg(loom)]
+crate::sync::thread_local! {
+    static ACTIVE_HERE: core::cell::Cell<ActiveHere> =
+        core::cell::Cell::new(ActiveHere { per_domain: [(0, 0); ACTIVE_KEPT], untracked: 0 });
+}
+
+impl ActiveHere {
+    /// Counts a section of `domain` entering (`enter`) or leaving `active`
+    /// on the calling thread.
+    fn count(domain: &RcuDomain, enter: bool) {
+        let key = domain as *const RcuDomain as usize;
+        let _ = ACTIVE_HERE.try_with(|cell| {
+            let mut here = cell.get();
+            let entry = here
+                .per_domain
+                .iter_mut()
+                .position(|e| e.0 == key && e.1 != 0);
+            match (entry, enter) {
+                (Some(i), true) => here.per_domain[i].1 += 1,
+                (Some(i), false) => here.per_domain[i].1 -= 1,
+                (None, true) => match here.per_domain.iter_mut().find(|e| e.1 == 0) {
+                    Some(free) => *free = (key, 1),
+                    None => here.untracked += 1,
+                },
+                (None, false) => here.untracked = here.untracked.saturating_sub(1),
+            }
+            cell.set(here);
+        });
+    }
+
+    /// Whether the calling thread holds a section of `domain` in `active`
+    /// (or one it could not count per domain).
+    fn holds(domain: &RcuDomain) -> bool {
+        let key = domain as *const RcuDomain as usize;
+        ACTIVE_HERE
+            .try_with(|cell| {
+                let here = cell.get();
+                here.untracked != 0 || here.per_domain.iter().any(|e| e.0 == key && e.1 != 0)
+            })
+            .unwrap_or(true)
+    }
+}
+
 /// A group of RCU readers and synchronizers that reach consensus together
 /// (FCP's lock domain, Section 3.4): one version, one set of per-thread
 /// status records, one queue of deferred callbacks. A `synchronize` of one
@@ -458,6 +526,7 @@ impl RcuDomain {
                 // synchronizer's SeqCst fence before it reads `active`.
                 self.active.fetch_add(1, Ordering::SeqCst);
                 fence(Ordering::SeqCst);
+                ActiveHere::count(self, true);
                 RcuReadGuard::new(domain::rcu_no_record(), self as *const RcuDomain as u64)
             }
         }
@@ -514,6 +583,7 @@ impl RcuDomain {
             // load) and is the RMW `wake_all` asks for.
             domain.active.fetch_sub(1, Ordering::SeqCst);
             domain.readers_gone.wake_all();
+            ActiveHere::count(domain, false);
             return;
         }
         let depth = record.rcu_depth();
@@ -563,8 +633,20 @@ impl RcuDomain {
         match domain::find(&self.records) {
             // Relaxed: own word.
             Some(r) => r.slot(0).load(Ordering::Relaxed) & FREE == 0,
-            None => false,
+            None => self.in_section_without_record(),
         }
+    }
+
+    /// `in_read_section` for a thread without a record here: one that
+    /// never read in the domain, or whose thread-locals are being
+    /// destroyed, whose sections are then counted in `active` or open on
+    /// the record it retired (a guard that outlived its registrations).
+    #[cold]
+    fn in_section_without_record(&'static self) -> bool {
+        ActiveHere::holds(self)
+            || domain::find_retired(&self.records)
+                // Relaxed: own word.
+                .is_some_and(|r| r.slot(0).load(Ordering::Relaxed) & FREE == 0)
     }
 
     // ----------------------------------------------------------- synchronize
@@ -582,15 +664,12 @@ impl RcuDomain {
     /// Inside a read section of this domain on the calling thread (it
     /// would wait for itself), or if a callback panics (see `defer`).
     pub fn synchronize(&'static self) {
+        assert!(
+            !self.in_read_section(),
+            "prwlock::rcu: synchronize inside a read section of the same domain would wait for \
+             itself"
+        );
         let own = domain::find(&self.records);
-        if let Some(r) = own {
-            // Relaxed: own word.
-            assert!(
-                r.slot(0).load(Ordering::Relaxed) & FREE != 0,
-                "prwlock::rcu: synchronize inside a read section of the same domain would wait \
-                 for itself"
-            );
-        }
         // Taken after the check: a batch dropped before its grace period
         // would free what readers may still see.
         let (batch, _in_flight) = self.deferred.take();
