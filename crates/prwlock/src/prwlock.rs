@@ -903,6 +903,16 @@ impl PrwLock {
     /// for itself forever).
     fn own_record_not_reading(&self) -> *const Record {
         let Some(record) = domain::find(self.domain) else {
+            // No registration: none yet, or the thread's thread-locals are
+            // being destroyed, when a read guard that outlived them holds
+            // on the record the thread retired.
+            if let Some(retired) = domain::find_retired(self.domain) {
+                assert!(
+                    !retired.holds_any_mode(self.id()),
+                    "PrwLock: write lock requested by a thread that holds a read lock on it \
+                     (it would wait for itself forever)"
+                );
+            }
             return ptr::null();
         };
         assert!(

@@ -274,3 +274,45 @@ fn a_read_guard_alive_during_thread_local_teardown_keeps_its_lock() {
     assert_eq!(*lock.read(), 1);
     assert_eq!(D.stats().retired, 1, "{:?}", D.stats());
 }
+
+/// A write request under the thread's own read guard panics (it would wait
+/// for itself) also when the guard outlived the thread's registrations, in
+/// its thread-local teardown. (Found in review, 2026-11-27: there it
+/// waited forever.)
+#[test]
+fn a_write_under_a_read_guard_kept_through_teardown_panics() {
+    static D: Domain = Domain::new();
+    type Lock = prwlock::RwLock<u64>;
+    struct Held(
+        Option<lock_api::RwLockReadGuard<'static, PrwLock, u64>>,
+        &'static Lock,
+        mpsc::Sender<bool>,
+    );
+    impl Drop for Held {
+        fn drop(&mut self) {
+            let lock = self.1;
+            let panicked =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(lock.write())))
+                    .is_err();
+            drop(self.0.take());
+            let _ = self.2.send(panicked);
+        }
+    }
+    std::thread_local! {
+        static HELD: std::cell::RefCell<Option<Held>> = const { std::cell::RefCell::new(None) };
+    }
+    let lock: &'static Lock = Box::leak(Box::new(Lock::from_raw(PrwLock::in_domain(&D), 0)));
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        // First touched before the thread's first read: destroyed after
+        // its records are given back.
+        HELD.with(|h| *h.borrow_mut() = Some(Held(None, lock, tx)));
+        let guard = lock.read();
+        HELD.with(|h| h.borrow_mut().as_mut().unwrap().0 = Some(guard));
+    });
+    let panicked = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the write waited for the thread's own read guard");
+    assert!(panicked);
+    *lock.write() += 1;
+}

@@ -19,6 +19,7 @@
 
 use std::cell::UnsafeCell;
 use std::mem::{MaybeUninit, align_of, size_of};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A family's shared guard, stored as bytes (the family is fixed for the
 /// process, so the type read back is always the type written).
@@ -39,6 +40,8 @@ const INLINE: usize = 16;
 
 /// The thread's holds.
 pub struct Held {
+    /// The thread's identity (see [`with`]); 0 until its first use.
+    key: usize,
     len: usize,
     inline: [MaybeUninit<Hold>; INLINE],
     spill: *mut Vec<Hold>,
@@ -46,28 +49,57 @@ pub struct Held {
 
 thread_local! {
     static HELD: UnsafeCell<Held> = const {
-        UnsafeCell::new(Held { len: 0, inline: [MaybeUninit::uninit(); INLINE], spill: std::ptr::null_mut() })
+        UnsafeCell::new(Held { key: 0, len: 0, inline: [MaybeUninit::uninit(); INLINE], spill: std::ptr::null_mut() })
     };
 }
 
-/// Runs `f` on the calling thread's table; its address doubles as the
-/// thread's identity (unique among live threads, the same in a child
-/// process after `fork`).
+/// The next thread key handed out (0 means "none": never a key).
+static NEXT_KEY: AtomicUsize = AtomicUsize::new(1);
+
+/// Runs `f` on the calling thread's table and the thread's identity: a
+/// number taken from a process-wide counter at the thread's first call,
+/// never given to another thread (a 64-bit count does not wrap), and the
+/// same in a child process after `fork` (which copies the thread-local
+/// block). Not the table's address: glibc gives an exited thread's stack
+/// and thread-local block to the next thread it starts, which would then
+/// be taken for the exited thread (found in review, 2026-11-27: a new
+/// thread's `unlock` released a write lock an exited thread held, and its
+/// read answered `EDEADLK`). glibc keys its own writer by kernel thread
+/// id, which the kernel reuses too, though less often.
 #[inline(always)]
 pub fn with<R>(f: impl FnOnce(&mut Held, usize) -> R) -> R {
     HELD.with(|cell| {
-        let key = cell.get() as usize;
         // the table is the calling thread's own; `f` is not given a
         // way back into `with` (the library's functions do not nest).
         // SAFETY: as the lines above say.
-        f(unsafe { &mut *cell.get() }, key)
+        let held = unsafe { &mut *cell.get() };
+        let key = held.key();
+        f(held, key)
     })
 }
 
 /// The calling thread's identity (see [`with`]).
 #[inline(always)]
 pub fn thread_key() -> usize {
-    HELD.with(|cell| cell.get() as usize)
+    with(|_, key| key)
+}
+
+impl Held {
+    /// The thread's key, taken on first use.
+    #[inline(always)]
+    fn key(&mut self) -> usize {
+        if self.key == 0 {
+            self.take_key();
+        }
+        self.key
+    }
+
+    #[cold]
+    fn take_key(&mut self) {
+        // Relaxed: the counter only has to hand out distinct numbers,
+        // which its read-modify-writes do in any order.
+        self.key = NEXT_KEY.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// Stores a guard as bytes.
@@ -303,13 +335,16 @@ mod tests {
     }
 
     #[test]
-    fn thread_keys_differ_between_live_threads() {
+    fn thread_keys_are_never_reused() {
         let here = thread_key();
-        let there = std::thread::spawn(thread_key).join().unwrap();
         assert_ne!(here, 0);
         assert_eq!(here, thread_key());
-        // `there` may be reused after that thread exited, but it was live
-        // at the same time as this one when it was taken.
-        assert_ne!(here, there);
+        // Threads started one after the other (glibc hands each the last
+        // one's stack and thread-local block): every key is new.
+        let mut seen = std::collections::HashSet::from([here]);
+        for _ in 0..64 {
+            let there = std::thread::spawn(thread_key).join().unwrap();
+            assert!(seen.insert(there), "key {there} given twice");
+        }
     }
 }

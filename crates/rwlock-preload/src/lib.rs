@@ -84,9 +84,14 @@
 //!   field, which the library reads first).
 //! - **`fork` while locked**: the child gets a copy of every lock. Holds of
 //!   the forking thread stay held by the child's only thread, which can
-//!   release them (its identity, the address of its thread-local table, is
-//!   the same); holds of other threads stay held forever in the child (as
+//!   release them (its identity, a number kept in its thread-local table,
+//!   is the same); holds of other threads stay held forever in the child (as
 //!   with glibc: POSIX allows only async-signal-safe calls there).
+//! - **A thread that exits holding a lock** leaves it held (as glibc
+//!   does). No later thread is taken for it: a thread's identity is a
+//!   number never given to another thread, not an address glibc hands to
+//!   the next thread it starts (found in review on 2026-11-27:
+//!   `tests/thread_identity.rs`).
 //! - **Locks used before this library's constructor** (by another
 //!   library's constructor): there is no constructor; the family is read
 //!   from the environment at the first call, whenever it comes.

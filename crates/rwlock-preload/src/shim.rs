@@ -23,8 +23,8 @@
 //! `pthread_rwlock_init` allocates at once (so `ENOMEM` is reported where
 //! POSIX expects it) and `pthread_rwlock_destroy` frees.
 //!
-//! Which hold an unlock releases: the writer's thread key (the address of
-//! its hold table, [`held::with`]) is kept in the `Shim` while it holds the
+//! Which hold an unlock releases: the writer's thread key (a number no
+//! other thread gets, [`held::with`]) is kept in the `Shim` while it holds the
 //! lock, with the family's exclusive guard; a reader's guard is kept in the
 //! thread's own hold table. `unlock` looks in the table first (a read hold),
 //! then at `writer` (a write hold), and otherwise answers `EPERM`.
