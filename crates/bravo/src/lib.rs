@@ -69,8 +69,13 @@
 //!   slow) release their own acquisitions. Unlock does not check that a
 //!   fast-path guard came from this lock (only the unsafe raw API can mix
 //!   them up): that load of the slot measured at a third of the whole read
-//!   pair (6 of 18 ns), and a lock moved while read-locked legitimately
-//!   finds its old address there.
+//!   pair (6 of 18 ns).
+//! - **Moves.** A fast reader's slot names the lock by its address and its
+//!   biased period (`raw`, "The slot tag"). A raw `Bravo` must not move
+//!   while a fast-path read is held (the safe `RwLock` cannot): its
+//!   writers would not see that reader. A lock built later where a moved
+//!   one was never waits for the old one's readers, forgotten guards
+//!   included.
 //! - **`Send`.** A read guard is `Send` exactly when `L`'s is: releasing a
 //!   fast-path slot from another thread is correct (the slot is named by
 //!   the guard, not recomputed), so only `L` decides. Over parking_lot

@@ -22,14 +22,30 @@
 //! - `time`: while `RBIAS` is set, when it was set; otherwise
 //!   `InhibitUntil`, before which slow readers may not set it again.
 //!
+//! # The slot tag
+//!
+//! A fast reader's slot names the lock and its biased period: the lock's
+//! address XOR the biased word (the paper stores the address alone). The
+//! word does not change while the bias is on, is odd (`RBIAS`), and holds
+//! the time the bias was set, so the tag is never 0 nor an address, and a
+//! lock built later at the same address, whose bias is set at a later
+//! time, never matches a slot left by a `mem::forget`-ten guard of a lock
+//! that moved away (with addresses alone, its writers waited for that
+//! slot forever: found in review, 2026-11-27). The tag costs no space: a
+//! `Bravo<L>` stays `L` plus 8 bytes, which keeps the LD_PRELOAD shim's
+//! default family inside a `pthread_rwlock_t`. What it does not give: a
+//! lock moved while a fast read is held (only the raw API can) no longer
+//! sees that reader, so a raw `Bravo` must stay in place while read-locked
+//! (the safe `RwLock` cannot move while a guard borrows it).
+//!
 //! # Protocol (Listing 1, with the line numbers of the paper)
 //!
 //! Reader (`lock_shared`):
-//! 1. if `RBIAS` is clear (l. 12), take the slow path;
-//! 2. CAS its slot from 0 to the lock's address (l. 14, `SeqCst`);
-//! 3. re-load the word (l. 18, `SeqCst`): `RBIAS` still set means a
-//!    revoking writer will see the slot, so enter (the guard keeps the
-//!    slot); otherwise clear the slot (l. 20) and take the slow path;
+//! 1. if `RBIAS` is clear in the word `w` (l. 12), take the slow path;
+//! 2. CAS its slot from 0 to the tag of `w` (l. 14, `SeqCst`);
+//! 3. re-load the word (l. 18, `SeqCst`): still `w` means a revoking
+//!    writer will see the slot, so enter (the guard keeps the slot);
+//!    otherwise clear the slot (l. 20) and take the slow path;
 //! 4. slow path: acquire read permission on `L` (l. 24); then, still
 //!    holding it, set `RBIAS` if it is clear, no revocation is running and
 //!    `InhibitUntil` has passed (l. 25-26).
@@ -43,7 +59,7 @@
 //! Writer (`lock_exclusive`): acquire `L` (l. 36); if `RBIAS` is set
 //! (l. 37), revoke: CAS the word from `RBIAS` to `REVOKING`, a `SeqCst`
 //! fence (l. 39, the store-load fence), scan every slot and wait while it
-//! holds this lock (l. 42-44), then store `InhibitUntil = now + N × (now -
+//! holds the tag of the biased word (l. 42-44), then store `InhibitUntil = now + N × (now -
 //! start)` (l. 49) with `REVOKING` cleared.
 //!
 //! Why no reader and writer are ever inside together: the reader's CAS and
@@ -96,6 +112,21 @@ const TIME_MASK: u64 = u64::MAX >> TIME_SHIFT;
 /// two's complement number, so that a zero word means `e = 0`.
 const EXP_MIN: i32 = -3;
 const EXP_MAX: i32 = 6;
+
+/// The biased word of the period a word belongs to: the word itself while
+/// `RBIAS` is set, the word the revocation started from while `REVOKING`
+/// is (its CAS cleared `RBIAS` and set `REVOKING`, nothing else); `None`
+/// when neither is set (no fast reader can be in).
+#[inline]
+fn biased_word(word: u64) -> Option<u64> {
+    if word & RBIAS != 0 {
+        Some(word)
+    } else if word & REVOKING != 0 {
+        Some((word & !REVOKING) | RBIAS)
+    } else {
+        None
+    }
+}
 
 #[inline]
 fn time_of(word: u64) -> u64 {
@@ -273,6 +304,13 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
         self as *const Self as usize
     }
 
+    /// What a fast reader's slot holds while the bias word is `biased`
+    /// (module docs, "The slot tag").
+    #[inline(always)]
+    fn tag(&self, biased: u64) -> usize {
+        self.addr() ^ biased as usize
+    }
+
     /// The fast path (l. 12-21). `Err`: take the slow path, and what to
     /// do once `L` is held.
     #[inline]
@@ -284,18 +322,21 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
                 None => {}
             }
         }
-        // Relaxed: only a hint whether to try; the re-load below decides.
-        if self.state.load(Ordering::Relaxed) & RBIAS == 0 {
+        // Relaxed: only a hint whether to try, and the tag to try with;
+        // the re-load below decides.
+        let word = self.state.load(Ordering::Relaxed);
+        if word & RBIAS == 0 {
             return Err(AfterSlowRead::Check);
         }
-        self.publish().ok_or(AfterSlowRead::Check)
+        self.publish(word).ok_or(AfterSlowRead::Check)
     }
 
+    /// Publishes a fast read in the biased period of `word`.
     #[inline]
-    fn publish(&self) -> Option<&'static AtomicUsize> {
+    fn publish(&self, word: u64) -> Option<&'static AtomicUsize> {
         let table: &'static Table = table::table();
-        let me = self.addr();
-        let hash = reader_hash(me);
+        let me = self.tag(word);
+        let hash = reader_hash(self.addr());
         let mut slot = table.slot(hash);
         // SeqCst: the store half of the store-load pair with the revoking
         // writer's CAS on `state` + fence + scan (module docs).
@@ -325,8 +366,10 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
         fence(Ordering::SeqCst);
         // SeqCst: the load half of the pair (l. 18); also Acquire of the
         // slow reader's Release bias set, so the last writer's writes are
-        // visible to this reader.
-        if self.state.load(Ordering::SeqCst) & RBIAS != 0 {
+        // visible to this reader. The same word: the biased period our tag
+        // names (a revocation changes the word, and a later bias set
+        // writes a later time).
+        if self.state.load(Ordering::SeqCst) == word {
             stats::count(Event::FastRead);
             return Some(slot);
         }
@@ -431,6 +474,11 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
     /// Sets `RBIAS` (the caller found `InhibitUntil` past at `now`);
     /// whether it did.
     fn enable_bias(&self, word: u64, now: u64) -> bool {
+        // Fast readers, which run only while a bias is set, find the table
+        // created (`table::ensure`: not while this thread creates it).
+        if !table::ensure() {
+            return false;
+        }
         // Release: we hold read permission on `L`, acquired after the last
         // writer released it; fast readers that Acquire-load `RBIAS` (their
         // SeqCst re-load) thus see that writer's critical section. Failure
@@ -519,7 +567,7 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
             // and re-load).
             fence(Ordering::SeqCst);
             let start = clock::now();
-            let clear = scan::<P>(table, self.addr(), patience);
+            let clear = scan::<P>(table, self.tag(word), patience);
             let end = clock::now();
             if !clear {
                 // A reader is inside and we may not wait longer. The caller
@@ -777,18 +825,20 @@ impl<L, P> fmt::Debug for Bravo<L, P> {
 
 impl<L, P> Drop for Bravo<L, P> {
     /// A fast-path read guard that was `mem::forget`-ten leaves this lock's
-    /// address in its slot; clear such slots so that a lock later built at
-    /// the same address does not wait for a reader that is gone. Only a
-    /// lock that is still biased can have any: that costs one table scan.
+    /// tag in its slot; clear such slots, which would otherwise take a slot
+    /// of the table for good (no later lock matches them: module docs, "The
+    /// slot tag"). Only a lock that is still biased can have any: that
+    /// costs one table scan. (A lock moved since the guard was forgotten
+    /// leaves the slot behind: its tag names the old address.)
     fn drop(&mut self) {
         // Relaxed: we are the only user (`&mut self`).
-        if self.state.load(Ordering::Relaxed) & (RBIAS | REVOKING) == 0 {
+        let Some(biased) = biased_word(self.state.load(Ordering::Relaxed)) else {
             return;
-        }
-        let me = self as *const Self as usize;
+        };
+        let me = (self as *const Self as usize) ^ biased as usize;
         for slot in table::table().slots() {
             // Relaxed: no guard of this lock is alive (`&mut self`), so a
-            // slot holding our address belongs to a forgotten guard.
+            // slot holding our tag belongs to a forgotten guard.
             let _ = slot.compare_exchange(me, 0, Ordering::Relaxed, Ordering::Relaxed);
         }
     }
@@ -948,19 +998,80 @@ mod tests {
         biased(&lock);
         let g = lock.lock_shared();
         assert!(g.is_fast());
-        let addr = &*lock as *const Pl as usize;
+        // Relaxed: a snapshot; nobody else uses the lock.
+        let tag = lock.tag(lock.state.load(Ordering::Relaxed));
         // What `mem::forget` of a lock_api read guard leaves behind.
         #[allow(
             clippy::forget_non_drop,
             reason = "the raw state is what a guard forgets"
         )]
         core::mem::forget(g);
-        assert!(table::table().contains(addr));
+        assert!(table::table().contains(tag));
         drop(lock);
         assert!(
-            !table::table().contains(addr),
+            !table::table().contains(tag),
             "drop left a forgotten slot behind"
         );
+    }
+
+    /// A fast reader whose first load saw an earlier biased period (the
+    /// bias was revoked and set again before its slot was published) backs
+    /// out: its slot holds the old period's tag, which the new period's
+    /// writers do not scan for.
+    #[test]
+    fn a_reader_of_an_earlier_biased_period_backs_out() {
+        let _serial = serial();
+        let lock = Pl::new();
+        biased(&lock);
+        // Relaxed: a snapshot; only this thread uses the lock.
+        let old = lock.state.load(Ordering::Relaxed);
+        let w = lock.lock_exclusive();
+        // SAFETY: our write.
+        unsafe { lock.unlock_exclusive(w) };
+        biased(&lock);
+        // Relaxed: as above.
+        let new = lock.state.load(Ordering::Relaxed);
+        assert_ne!(old, new, "the bias was set again, at a later time");
+        assert!(
+            lock.publish(old).is_none(),
+            "entered with the tag of a period that ended"
+        );
+        let g = lock.publish(new).expect("the current period's tag");
+        // SAFETY: the fast read just published.
+        unsafe {
+            lock.unlock_shared(BravoSharedGuard {
+                repr: Repr::Fast(g),
+            })
+        };
+    }
+
+    /// A read guard forgotten on a lock that is then moved and dropped
+    /// leaves its slot behind; a new lock built where the old one was does
+    /// not wait for it. (Found in review, 2026-11-27: with the address
+    /// alone in the slots, the new lock's first write waited forever.)
+    #[test]
+    fn a_forgotten_fast_read_does_not_hold_up_a_lock_at_its_old_address() {
+        let _serial = serial();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut place: Box<lock_api::RwLock<Pl, u32>> = Box::new(lock_api::RwLock::new(0));
+            // SAFETY: only reads and writes through the lock_api wrapper.
+            biased(unsafe { place.raw() });
+            let g = place.read();
+            std::mem::forget(g);
+            // The old lock moves out (and drops elsewhere); a fresh one
+            // takes its place.
+            let old = std::mem::replace(&mut *place, lock_api::RwLock::new(0));
+            drop(old);
+            // SAFETY: as above.
+            biased(unsafe { place.raw() });
+            *place.write() += 1;
+            tx.send(*place.read()).unwrap();
+        });
+        let v = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the new lock's write waited for the old lock's forgotten reader");
+        assert_eq!(v, 1);
     }
 
     #[test]

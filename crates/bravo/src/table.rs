@@ -211,7 +211,34 @@ mod global {
 
     #[cold]
     fn init() -> &'static Table {
-        TABLE.get_or_init(|| Table::new(from_env().unwrap_or_else(detected_default)))
+        TABLE.get_or_init(|| {
+            CREATING.with(|c| c.set(true));
+            let t = Table::new(from_env().unwrap_or_else(detected_default));
+            CREATING.with(|c| c.set(false));
+            t
+        })
+    }
+
+    std::thread_local! {
+        /// This thread is creating the table. `const`, without a
+        /// destructor: readable from anywhere, teardown included.
+        static CREATING: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+    }
+
+    /// Creates the table if it does not exist yet, unless this thread is
+    /// creating it now; whether it exists. The creation allocates and reads
+    /// the environment, which may call back into a lock on this thread (a
+    /// program's allocator that takes a `Bravo` lock, through the
+    /// LD_PRELOAD shim): that call must not wait for the creation it
+    /// interrupted (`OnceLock` would deadlock; found in review,
+    /// 2026-11-27). Called before a bias is set, so that fast readers,
+    /// which only run while one is, always find the table.
+    pub(crate) fn ensure() -> bool {
+        TABLE.get().is_some()
+            || (!CREATING.with(|c| c.get()) && {
+                init();
+                true
+            })
     }
 
     fn detected_default() -> usize {
@@ -282,6 +309,11 @@ mod global {
         &TABLE
     }
 
+    /// The model's table always exists.
+    pub(crate) fn ensure() -> bool {
+        true
+    }
+
     /// Sets the size of the tables of the models that follow.
     pub fn configure(slots: usize) -> Result<(), TableError> {
         let slots = validate(slots)?;
@@ -295,8 +327,8 @@ mod global {
     }
 }
 
-pub(crate) use global::table;
 pub use global::{configure, slots};
+pub(crate) use global::{ensure, table};
 
 #[cfg(all(test, not(loom)))]
 mod tests {

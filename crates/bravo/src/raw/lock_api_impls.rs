@@ -48,10 +48,9 @@ unsafe impl<L: RawRwLock, P: Policy> RawRwLock for Bravo<L, P> {
     unsafe fn unlock_shared(&self, guard: Self::SharedGuard) {
         match guard.repr {
             Repr::Fast(slot) => {
-                // No check that the slot names this lock: a lock moved while
-                // read-locked (raw API) legitimately finds its old address
-                // there, and a load of the slot cost a third of the whole
-                // read pair (see the crate docs).
+                // No check that the slot names this lock: a load of the
+                // slot cost a third of the whole read pair (see the crate
+                // docs).
                 // Release: pairs with the revoking writer's Acquire scan.
                 slot.store(0, Ordering::Release);
             }
@@ -95,8 +94,8 @@ unsafe impl<L: RawRwLock, P: Policy> RawRwLock for Bravo<L, P> {
     fn is_locked(&self) -> bool {
         // Acquire: pairs with the bias set, so a scan follows it.
         self.inner.is_locked()
-            || (self.state.load(Ordering::Acquire) & (RBIAS | REVOKING) != 0
-                && table::table().contains(self.addr()))
+            || biased_word(self.state.load(Ordering::Acquire))
+                .is_some_and(|biased| table::table().contains(self.tag(biased)))
     }
 
     fn is_locked_exclusive(&self) -> bool {
