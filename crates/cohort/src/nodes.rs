@@ -67,12 +67,27 @@ impl<T> NodeArray<T> {
         Some(unsafe { core::slice::from_raw_parts(p, len) })
     }
 
-    /// The entry count: the fixed count, or the topology's node count.
+    /// The entry count: the fixed count, or the topology's node count,
+    /// fixed by the first caller that resolves it (a compare-and-swap from
+    /// 0), so that every initialiser and reader agrees. (They could see
+    /// different topologies: a call from inside the topology's first
+    /// detection on its thread, an allocator's, sees a one-node stand-in;
+    /// see `Topology::global`.)
     pub(crate) fn len(&self) -> usize {
-        // Relaxed: either the constructor's value or the same resolved value
-        // every initialiser stores.
+        // Relaxed (all): the value is published with the array by `init`'s
+        // Release CAS; before that only initialisers read it, and they agree
+        // through this CAS.
         match self.len.load(Ordering::Relaxed) {
-            0 => Topology::global().node_count().max(1),
+            0 => {
+                let want = Topology::global().node_count().max(1);
+                match self
+                    .len
+                    .compare_exchange(0, want, Ordering::Relaxed, Ordering::Relaxed)
+                {
+                    Ok(_) => want,
+                    Err(resolved) => resolved,
+                }
+            }
             n => n,
         }
     }
@@ -81,9 +96,6 @@ impl<T> NodeArray<T> {
     #[inline(never)]
     fn init(&self, make: impl FnMut() -> T) -> &[T] {
         let len = self.len();
-        // Relaxed: every initialiser stores the same value (the topology is
-        // fixed after first use); published by the Release CAS below.
-        self.len.store(len, Ordering::Relaxed);
         let fresh: Box<[T]> = core::iter::repeat_with(make).take(len).collect();
         let fresh = Box::into_raw(fresh) as *mut T;
         // SeqCst: publishes the initialised entries and `len` (Release), and

@@ -806,6 +806,7 @@ struct Registrations {
 
 impl Drop for Registrations {
     fn drop(&mut self) {
+        REGISTRATIONS_GONE.with(|gone| gone.set(true));
         // The cache may be read by destructors that run after this one:
         // empty it first so that they register afresh (and, finding this
         // list gone, read in active mode).
@@ -845,8 +846,9 @@ fn keep_retired(domain: &'static Domain, record: &'static Record) {
 /// thread-local teardown (see [`find`], which no longer answers then).
 pub(crate) fn find_retired(domain: &'static Domain) -> Option<&'static Record> {
     // Only a thread whose registrations are gone has retired a record (the
-    // common case, a thread that never read here, stops at this test).
-    if REGISTRATIONS.try_with(|_| ()).is_ok() {
+    // common case, a thread that never read here, stops at this test;
+    // `None` from a call back into the registrations counts as alive).
+    if REGISTRATIONS_GONE.with(|gone| !gone.get()) {
         return None;
     }
     RETIRED_HERE
@@ -881,6 +883,10 @@ crate::sync::thread_local! {
     /// `REGISTRATIONS`.
     static RETIRED_HERE: Cell<RetiredHere> =
         const { Cell::new([(ptr::null(), ptr::null()); RETIRED_KEPT]) };
+    /// A call of `with_registrations` is running on this thread.
+    static IN_REGISTRATIONS: Cell<bool> = const { Cell::new(false) };
+    /// `REGISTRATIONS` has been destroyed (its destructor ran).
+    static REGISTRATIONS_GONE: Cell<bool> = const { Cell::new(false) };
 }
 
 // loom's `thread_local!` has no `const` initialiser form.
@@ -890,6 +896,8 @@ crate::sync::thread_local! {
     static REGISTRATIONS: Registrations = Registrations { list: RefCell::new(Vec::new()) };
     static RCU_CACHE: Cell<(*const Domain, *const Record)> = Cell::new((ptr::null(), ptr::null()));
     static RETIRED_HERE: Cell<RetiredHere> = Cell::new([(ptr::null(), ptr::null()); RETIRED_KEPT]);
+    static IN_REGISTRATIONS: Cell<bool> = Cell::new(false);
+    static REGISTRATIONS_GONE: Cell<bool> = Cell::new(false);
 }
 
 /// The calling thread's record in `domain` if it is FCP-RCU's cached one
@@ -934,18 +942,36 @@ pub(crate) fn cached(domain: &Domain) -> &'static Record {
     }
 }
 
-/// The calling thread's record in `domain`, if it has one (no registration).
+/// The calling thread's record in `domain`, if it has one (no registration;
+/// `None` too while the thread is registering somewhere, see
+/// [`register_record`]).
 pub(crate) fn find(domain: &'static Domain) -> Option<&'static Record> {
-    REGISTRATIONS
-        .try_with(|regs| {
-            regs.list
-                .borrow()
-                .iter()
-                .find(|(d, _)| ptr::eq(*d, domain))
-                .map(|&(_, r)| r)
-        })
-        .ok()
-        .flatten()
+    with_registrations(|regs| {
+        regs.list
+            .try_borrow()
+            .ok()?
+            .iter()
+            .find(|(d, _)| ptr::eq(*d, domain))
+            .map(|&(_, r)| r)
+    })
+    .flatten()
+}
+
+/// `f` on the thread's registrations; `None` once they are destroyed, and
+/// for a call that comes back from inside another such call of the thread.
+/// The first use of `REGISTRATIONS` registers its destructor, and that
+/// allocates; so does a registration (a chunk, the list's growth). A
+/// program's allocator that takes a lock (through the LD_PRELOAD shim)
+/// then calls back into a lock of this thread, whose read would recurse
+/// into the registrations' initialisation without end (found in review,
+/// 2026-11-27): it reads in active mode instead, as in the teardown.
+fn with_registrations<R>(f: impl FnOnce(&Registrations) -> R) -> Option<R> {
+    if IN_REGISTRATIONS.with(|busy| busy.replace(true)) {
+        return None;
+    }
+    let r = REGISTRATIONS.try_with(f).ok();
+    IN_REGISTRATIONS.with(|busy| busy.set(false));
+    r
 }
 
 /// The calling thread's record in `domain`, registering it on first use.
@@ -974,23 +1000,28 @@ fn register_caching(
 
 /// The calling thread's record in `domain`, registering it on first use,
 /// without touching any fast-path cache. `None` once the thread's
-/// thread-locals are being destroyed.
+/// thread-locals are being destroyed, and for a call that comes while the
+/// thread is registering (an allocation below, of a chunk or of the list,
+/// called back into a lock: a program's allocator that takes one, through
+/// the LD_PRELOAD shim; found in review, 2026-11-27): such a read goes to
+/// active mode, as in the teardown.
 fn register_record(domain: &'static Domain) -> Option<&'static Record> {
-    REGISTRATIONS
-        .try_with(|regs| {
-            let found = regs
-                .list
-                .borrow()
-                .iter()
-                .find(|(d, _)| ptr::eq(*d, domain))
-                .map(|&(_, r)| r);
-            found.unwrap_or_else(|| {
-                let r = domain.claim();
-                #[cfg(not(loom))]
-                r.register_with_kernel(domain);
-                regs.list.borrow_mut().push((domain, r));
-                r
-            })
-        })
-        .ok()
+    with_registrations(|regs| {
+        let found = regs
+            .list
+            .try_borrow()
+            .ok()?
+            .iter()
+            .find(|(d, _)| ptr::eq(*d, domain))
+            .map(|&(_, r)| r);
+        if found.is_some() {
+            return found;
+        }
+        let r = domain.claim();
+        #[cfg(not(loom))]
+        r.register_with_kernel(domain);
+        regs.list.try_borrow_mut().ok()?.push((domain, r));
+        Some(r)
+    })
+    .flatten()
 }

@@ -134,10 +134,20 @@ impl<W: WaitPolicy> BrLock<W> {
         // Relaxed: only this lock's constructor or initialisers write it.
         let mut len = self.len.load(Ordering::Relaxed);
         if len == 0 {
-            len = crate::topology::Topology::global().cpu_count().max(1);
-            // Relaxed: every initialiser stores the same value (the topology is
-            // fixed after first use); published by the Release CAS below.
-            self.len.store(len, Ordering::Relaxed);
+            let want = crate::topology::Topology::global().cpu_count().max(1);
+            // The first initialiser to resolve it fixes it, so that all agree
+            // with the array that wins below. (They could see different
+            // topologies: one called back from inside the topology's first
+            // detection on its thread, by an allocator, sees a one-CPU
+            // stand-in; see `Topology::global`.) Relaxed: published by the
+            // Release CAS of the array.
+            len = match self
+                .len
+                .compare_exchange(0, want, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => want,
+                Err(resolved) => resolved,
+            };
         }
         let fresh: Box<[Sub<W>]> = (0..len)
             .map(|_| CachePadded::new(PfTicket::new()))

@@ -145,6 +145,7 @@
 //! the vDSO (about 6 ns). A caller that needs an exact answer without rseq
 //! uses [`current_cpu_uncached`].
 
+use std::borrow::Cow;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -203,11 +204,27 @@ pub enum TopologySource {
 /// See the [module docs](self) for the numbering rules.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Topology {
-    /// Node of each CPU number below `cpu_count()`.
-    node_of: Box<[u32]>,
+    /// Node of each CPU number below `cpu_count()` (borrowed only in
+    /// [`ONE_CPU`], which a `static` holds).
+    node_of: Cow<'static, [u32]>,
     /// CPUs of each node, ascending.
-    cpus: Box<[Box<[usize]>]>,
+    cpus: Cow<'static, [Cow<'static, [usize]>]>,
     source: TopologySource,
+}
+
+/// What [`Topology::global`] answers to a call that comes back from inside
+/// its own first call on the same thread: one node, one CPU, built without
+/// allocating.
+static ONE_CPU: Topology = Topology {
+    node_of: Cow::Borrowed(&[0]),
+    cpus: Cow::Borrowed(&[Cow::Borrowed(&[0])]),
+    source: TopologySource::Fallback,
+};
+
+std::thread_local! {
+    /// This thread is inside `Topology::global`'s first call. `const`,
+    /// without a destructor: readable from anywhere.
+    static DETECTING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 static GLOBAL: OnceLock<Topology> = OnceLock::new();
@@ -221,12 +238,32 @@ impl Topology {
     ///
     /// The first call reads the environment and sysfs (or loads hwloc, which
     /// takes milliseconds); a program that minds that cost inside its first
-    /// critical section calls `global()` at start-up. The first call must not
-    /// come from inside a global allocator that uses these locks: detection
-    /// allocates, and would re-enter it.
+    /// critical section calls `global()` at start-up. Detection allocates:
+    /// when the first call comes from inside a global allocator that uses
+    /// these locks (or a C program's `malloc` that takes a
+    /// `pthread_rwlock_t` under the LD_PRELOAD shim), the allocator's own
+    /// calls back into `global()` on that thread, while it detects, get a
+    /// topology of one node and one CPU (so a lock built then is sized for
+    /// one; its later nodes and CPUs reduce modulo that) rather than wait
+    /// for the detection they interrupted, forever (found in review,
+    /// 2026-11-27).
     #[inline]
     pub fn global() -> &'static Topology {
-        GLOBAL.get_or_init(Self::init_from_environment)
+        match GLOBAL.get() {
+            Some(t) => t,
+            None => Self::global_first(),
+        }
+    }
+
+    #[cold]
+    fn global_first() -> &'static Topology {
+        if DETECTING.with(std::cell::Cell::get) {
+            return &ONE_CPU;
+        }
+        DETECTING.with(|d| d.set(true));
+        let t = GLOBAL.get_or_init(Self::init_from_environment);
+        DETECTING.with(|d| d.set(false));
+        t
     }
 
     #[cold]
@@ -476,8 +513,8 @@ impl Topology {
             }
         }
         Ok(Topology {
-            node_of: node_of.into_boxed_slice(),
-            cpus: nodes.into_iter().map(Vec::into_boxed_slice).collect(),
+            node_of: Cow::Owned(node_of),
+            cpus: nodes.into_iter().map(Cow::Owned).collect(),
             source,
         })
     }

@@ -62,6 +62,31 @@ pub unsafe extern "C" fn pthread_rwlock_init(
     rw: *mut pthread_rwlock_t,
     attr: *const pthread_rwlockattr_t,
 ) -> c_int {
+    // SAFETY: forwarded.
+    unsafe { init(rw, attr) }
+}
+
+/// glibc's alias of [`pthread_rwlock_init`] (see `on_lock`).
+///
+/// # Safety
+///
+/// As [`pthread_rwlock_init`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __pthread_rwlock_init(
+    rw: *mut pthread_rwlock_t,
+    attr: *const pthread_rwlockattr_t,
+) -> c_int {
+    // SAFETY: forwarded.
+    unsafe { init(rw, attr) }
+}
+
+/// The body of `pthread_rwlock_init` and its alias.
+///
+/// # Safety
+///
+/// As [`pthread_rwlock_init`].
+#[inline(always)]
+unsafe fn init(rw: *mut pthread_rwlock_t, attr: *const pthread_rwlockattr_t) -> c_int {
     if rw.is_null() {
         return EINVAL;
     }
@@ -87,8 +112,22 @@ pub unsafe extern "C" fn pthread_rwlock_init(
 
 /// An exported function on a lock: null is `EINVAL`; glibc's own locks (the
 /// passthrough family, process-shared locks) go to glibc's `$real`, the
-/// others to the family's `shim::$op(rw, args…)`.
+/// others to the family's `shim::$op(rw, args…)`. With `alias`, the same
+/// function under glibc's own name for it too (`__pthread_rwlock_*`,
+/// exported at `GLIBC_2.2.5`, which binaries linked against old libpthreads
+/// may call; found in review, 2026-11-27: not interposed, they reached
+/// glibc's code on this library's locks, and two writers got in). The
+/// alias is a copy, not a call of the public name, which would bind
+/// through the library's own exported symbol.
 macro_rules! on_lock {
+    ($(#[$doc:meta])* fn $name:ident, alias $alias:ident => $real:ident, $op:ident($($arg:expr),*)) => {
+        on_lock!($(#[$doc])* fn $name => $real, $op($($arg),*));
+        on_lock!(
+            /// glibc's alias of the function of the same name without the
+            /// leading underscores.
+            fn $alias => $real, $op($($arg),*)
+        );
+    };
     ($(#[$doc:meta])* fn $name:ident => $real:ident, $op:ident($($arg:expr),*)) => {
         $(#[$doc])*
         ///
@@ -144,15 +183,15 @@ macro_rules! on_lock_until {
 
 on_lock! {
     /// `pthread_rwlock_destroy`.
-    fn pthread_rwlock_destroy => destroy, destroy()
+    fn pthread_rwlock_destroy, alias __pthread_rwlock_destroy => destroy, destroy()
 }
 on_lock! {
     /// `pthread_rwlock_rdlock`.
-    fn pthread_rwlock_rdlock => rdlock, read(Wait::Block)
+    fn pthread_rwlock_rdlock, alias __pthread_rwlock_rdlock => rdlock, read(Wait::Block)
 }
 on_lock! {
     /// `pthread_rwlock_tryrdlock`.
-    fn pthread_rwlock_tryrdlock => tryrdlock, read(Wait::Try)
+    fn pthread_rwlock_tryrdlock, alias __pthread_rwlock_tryrdlock => tryrdlock, read(Wait::Try)
 }
 on_lock_until! {
     /// `pthread_rwlock_clockrdlock`.
@@ -160,11 +199,11 @@ on_lock_until! {
 }
 on_lock! {
     /// `pthread_rwlock_wrlock`.
-    fn pthread_rwlock_wrlock => wrlock, write(Wait::Block)
+    fn pthread_rwlock_wrlock, alias __pthread_rwlock_wrlock => wrlock, write(Wait::Block)
 }
 on_lock! {
     /// `pthread_rwlock_trywrlock`.
-    fn pthread_rwlock_trywrlock => trywrlock, write(Wait::Try)
+    fn pthread_rwlock_trywrlock, alias __pthread_rwlock_trywrlock => trywrlock, write(Wait::Try)
 }
 on_lock_until! {
     /// `pthread_rwlock_clockwrlock`.
@@ -172,7 +211,7 @@ on_lock_until! {
 }
 on_lock! {
     /// `pthread_rwlock_unlock`.
-    fn pthread_rwlock_unlock => unlock, unlock()
+    fn pthread_rwlock_unlock, alias __pthread_rwlock_unlock => unlock, unlock()
 }
 
 /// `pthread_rwlock_timedrdlock` (`CLOCK_REALTIME`).

@@ -207,9 +207,10 @@ pub fn current() -> Family {
 #[cold]
 #[inline(never)]
 fn resolve() -> Family {
-    let raw = std::env::var_os(ENV);
-    let text = raw.as_ref().map(|v| v.to_string_lossy());
-    let choice = parse(text.as_deref());
+    let raw = env_value();
+    // Not UTF-8: no family's name (the message below shows it lossily).
+    let text = raw.map(|b| std::str::from_utf8(b).unwrap_or("\u{fffd}"));
+    let choice = parse(text);
     let family = match choice {
         Choice::Family(f) => f,
         Choice::Help => DEFAULT,
@@ -230,13 +231,33 @@ fn resolve() -> Family {
                 let _ = writeln!(
                     err,
                     "rwlock-preload: unknown {ENV}={:?} ({ENV}=help lists the choices); using glibc's pthread_rwlock_t (passthrough)",
-                    text.as_deref().unwrap_or("")
+                    String::from_utf8_lossy(raw.unwrap_or_default())
                 );
             }
             Choice::Family(_) => {}
         }
     }
     Family::from_u8(FAMILY.load(Ordering::Relaxed)).unwrap_or(family)
+}
+
+/// The value of `RWLOCK_IMPL`, read without allocating: the first lock
+/// call resolves the family, and a program whose `malloc` takes a
+/// `pthread_rwlock_t` would call back into it from an allocation here,
+/// forever (found in review, 2026-11-27, with `std::env::var_os`; every
+/// family, passthrough included, overflowed the stack). The family is
+/// stored before anything that allocates (the messages), so such a call
+/// finds it.
+fn env_value() -> Option<&'static [u8]> {
+    const NAME: &std::ffi::CStr = c"RWLOCK_IMPL";
+    const _: () = assert!(NAME.to_bytes().len() == ENV.len());
+    // `getenv` returns null or the environment's NUL-terminated value,
+    // which stays while nobody calls `setenv` (the program's business, as
+    // with glibc's own `getenv` callers).
+    // SAFETY: so the pointer, when not null, is a valid C string.
+    unsafe {
+        let p = libc::getenv(NAME.as_ptr());
+        (!p.is_null()).then(|| std::ffi::CStr::from_ptr(p).to_bytes())
+    }
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@
 
 use std::cell::UnsafeCell;
 use std::mem::{MaybeUninit, align_of, size_of};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering, compiler_fence};
 
 /// A family's shared guard, stored as bytes (the family is fixed for the
 /// process, so the type read back is always the type written).
@@ -40,16 +40,38 @@ const INLINE: usize = 16;
 
 /// The thread's holds.
 pub struct Held {
-    /// The thread's identity (see [`with`]); 0 until its first use.
-    key: usize,
     len: usize,
     inline: [MaybeUninit<Hold>; INLINE],
     spill: *mut Vec<Hold>,
 }
 
+/// A thread's tables: one per level of calls of the thread inside [`with`]
+/// at once. A call runs while another is inside `with` when a signal
+/// handler interrupted that one, or when it allocates and the program's
+/// allocator takes a `pthread_rwlock_t` (which may allocate in turn: a
+/// lock's first use, a parking table); each level gets a table of its own,
+/// so that no two `&mut Held` of one table ever exist.
+struct Tables {
+    /// The thread's identity (see [`with`]); 0 until its first use.
+    key: usize,
+    /// Calls of the thread inside `with` now: the first free level.
+    depth: u8,
+    levels: [Held; LEVELS],
+}
+
+/// Levels of calls inside [`with`] at once (see [`Tables`]); 2.1 KiB of
+/// thread-local storage in all.
+const LEVELS: usize = 4;
+
+const EMPTY: Held = Held {
+    len: 0,
+    inline: [MaybeUninit::uninit(); INLINE],
+    spill: std::ptr::null_mut(),
+};
+
 thread_local! {
-    static HELD: UnsafeCell<Held> = const {
-        UnsafeCell::new(Held { key: 0, len: 0, inline: [MaybeUninit::uninit(); INLINE], spill: std::ptr::null_mut() })
+    static HELD: UnsafeCell<Tables> = const {
+        UnsafeCell::new(Tables { key: 0, depth: 0, levels: [EMPTY; LEVELS] })
     };
 }
 
@@ -66,40 +88,119 @@ static NEXT_KEY: AtomicUsize = AtomicUsize::new(1);
 /// thread's `unlock` released a write lock an exited thread held, and its
 /// read answered `EDEADLK`). glibc keys its own writer by kernel thread
 /// id, which the kernel reuses too, though less often.
+///
+/// A call that comes while another call of the thread is inside `with`
+/// (from a signal handler, which POSIX leaves undefined but glibc copes
+/// with, or from an allocator that locks when the library allocates) gets
+/// the next of the thread's tables: its holds are released where they were
+/// taken (a read hold taken there and released after the interrupted call
+/// returned is not found: `EPERM`). Beyond `LEVELS` (4) it aborts with a
+/// message rather than corrupt a table (found in review, 2026-11-27: a
+/// handler's lock and unlock while the thread's own call was pushing a
+/// hold made both work on one table, and lost holds or freed the spill
+/// table twice).
 #[inline(always)]
 pub fn with<R>(f: impl FnOnce(&mut Held, usize) -> R) -> R {
-    HELD.with(|cell| {
-        // the table is the calling thread's own; `f` is not given a
-        // way back into `with` (the library's functions do not nest).
-        // SAFETY: as the lines above say.
-        let held = unsafe { &mut *cell.get() };
-        let key = held.key();
-        f(held, key)
-    })
+    // The pointer outlives the closure: `HELD` has no destructor, so the
+    // thread's block is never torn down. (Taken by a closure this small,
+    // `LocalKey::with` is inlined; a larger one was called out of line.)
+    let t = HELD.with(UnsafeCell::get);
+    // The thread's own tables, reached through the raw pointer: an
+    // interrupted call of this thread may hold `&mut` to a table of a
+    // lower level (never to `key`, `depth` or the table this call takes).
+    // SAFETY: so these field accesses alias no live reference.
+    let (depth, key) = unsafe { ((*t).depth, (*t).key) };
+    let key = if key == 0 {
+        // SAFETY: as above.
+        unsafe { take_key(&raw mut (*t).key) }
+    } else {
+        key
+    };
+    if depth != 0 {
+        // SAFETY: forwarded (`t` is the thread's, `depth` read from it).
+        return unsafe { with_nested(t, depth, key, f) };
+    }
+    // SAFETY: as above.
+    unsafe { (*t).depth = 1 };
+    // A handler that interrupts us from here on sees `depth` raised (one
+    // thread: only the compiler could reorder).
+    compiler_fence(Ordering::SeqCst);
+    // No other call of the thread is inside `with`.
+    // SAFETY: so this is the only reference to the first table.
+    let r = f(unsafe { &mut (*t).levels[0] }, key);
+    compiler_fence(Ordering::SeqCst);
+    // SAFETY: as above.
+    unsafe { (*t).depth = 0 };
+    r
+}
+
+/// [`with`] for a call that came while `depth` calls of the thread were
+/// inside it: the table of the next level.
+///
+/// # Safety
+///
+/// `t` is the calling thread's tables, `depth` its current depth.
+#[cold]
+#[inline(never)]
+unsafe fn with_nested<R>(
+    t: *mut Tables,
+    depth: u8,
+    key: usize,
+    f: impl FnOnce(&mut Held, usize) -> R,
+) -> R {
+    let level = usize::from(depth);
+    if level >= LEVELS {
+        reentered_too_deep();
+    }
+    // SAFETY: the caller's contract; fields no live reference covers (see
+    // `with`).
+    unsafe { (*t).depth = depth + 1 };
+    compiler_fence(Ordering::SeqCst);
+    // The table of this level: no other call of the thread uses it now
+    // (a deeper one finds `depth` raised and takes the next).
+    // SAFETY: so this is the only reference to that table.
+    let r = f(unsafe { &mut (*t).levels[level] }, key);
+    compiler_fence(Ordering::SeqCst);
+    // SAFETY: as above.
+    unsafe { (*t).depth = depth };
+    r
+}
+
+/// Takes the thread's key (see [`with`]).
+///
+/// # Safety
+///
+/// `key` is the calling thread's `Tables::key`.
+#[cold]
+unsafe fn take_key(key: *mut usize) -> usize {
+    // Relaxed: the counter only has to hand out distinct numbers, which
+    // its read-modify-writes do in any order.
+    let k = NEXT_KEY.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: the caller's contract (a signal handler that interrupted us
+    // may have taken the thread's key meanwhile: it stays).
+    unsafe {
+        if *key == 0 {
+            *key = k;
+        }
+        *key
+    }
+}
+
+#[cold]
+fn reentered_too_deep() -> ! {
+    let msg = b"rwlock-preload: pthread_rwlock_* calls nested more than 4 deep on one \
+thread (signal handlers or an allocator calling back into a lock call); aborting rather \
+than corrupt the thread's holds\n";
+    // SAFETY: a valid buffer of that length; the result is ignored (we
+    // abort either way).
+    unsafe { libc::write(2, msg.as_ptr().cast(), msg.len()) };
+    std::process::abort();
 }
 
 /// The calling thread's identity (see [`with`]).
 #[inline(always)]
 pub fn thread_key() -> usize {
     with(|_, key| key)
-}
-
-impl Held {
-    /// The thread's key, taken on first use.
-    #[inline(always)]
-    fn key(&mut self) -> usize {
-        if self.key == 0 {
-            self.take_key();
-        }
-        self.key
-    }
-
-    #[cold]
-    fn take_key(&mut self) {
-        // Relaxed: the counter only has to hand out distinct numbers,
-        // which its read-modify-writes do in any order.
-        self.key = NEXT_KEY.fetch_add(1, Ordering::Relaxed);
-    }
 }
 
 /// Stores a guard as bytes.

@@ -76,7 +76,7 @@
 //! counts the nested hold instead of acquiring again, so a writer queued in
 //! between (phase-fair and writer-preferring families) cannot deadlock it.
 //!
-//! # Limits (each has a test in `tests/preload.rs`)
+//! # Limits (most have a test in `tests/preload.rs`)
 //!
 //! - **`PTHREAD_PROCESS_SHARED`** locks are glibc's: `init` with a
 //!   process-shared attribute forwards to glibc, and every later call on
@@ -86,7 +86,11 @@
 //!   the forking thread stay held by the child's only thread, which can
 //!   release them (its identity, a number kept in its thread-local table,
 //!   is the same); holds of other threads stay held forever in the child (as
-//!   with glibc: POSIX allows only async-signal-safe calls there).
+//!   with glibc: POSIX allows only async-signal-safe calls there). A thread
+//!   that was *waiting* for the lock at the fork counts as a holder in the
+//!   child of most families, so the lock stays unusable there even after the
+//!   forking thread's unlock (glibc's answers `EBUSY`/`ETIMEDOUT` there
+//!   too).
 //! - **A thread that exits holding a lock** leaves it held (as glibc
 //!   does). No later thread is taken for it: a thread's identity is a
 //!   number never given to another thread, not an address glibc hands to
@@ -94,7 +98,31 @@
 //!   `tests/thread_identity.rs`).
 //! - **Locks used before this library's constructor** (by another
 //!   library's constructor): there is no constructor; the family is read
-//!   from the environment at the first call, whenever it comes.
+//!   from the environment at the first call, whenever it comes (with
+//!   `getenv`, which does not allocate).
+//! - **Calls that re-enter the library on one thread**: a `malloc` that
+//!   takes a `pthread_rwlock_t` (called back from the library's own
+//!   allocations: a lock's first use, a table's growth, the topology's
+//!   detection), and a signal handler that locks while the thread is inside
+//!   a lock call (undefined by POSIX; glibc copes). Each level of calls gets
+//!   a hold table of its own (four levels, then an abort with a message,
+//!   never a corrupted table); a read hold taken at one level is released
+//!   at that level (`EPERM` from another). Found in review on 2026-11-27
+//!   (before: a stack overflow under every family, lost holds and a double
+//!   free); `reentrant_calls_every_family` runs both under every family.
+//! - **Reader preference**: glibc's default lock lets a reader in while a
+//!   writer waits. Most families do not (phase-fair, writer-preferring or
+//!   fair), and `PTHREAD_RWLOCK_PREFER_WRITER_NP`, which glibc ignores,
+//!   picks writer preference here. A program whose thread holds a read
+//!   lock and waits for another thread to read-lock it too, while a writer
+//!   is queued, deadlocks on them where glibc would not (POSIX leaves the
+//!   choice to the implementation). A thread's own nested read is counted,
+//!   so it does not wait (above).
+//! - **An unlock from another thread** than the one that read-locked
+//!   (undefined by POSIX; glibc accepts it, which coroutines moving between
+//!   threads may rely on) answers `EPERM` and leaves the lock held.
+//! - **glibc's `__pthread_rwlock_*` names** (binaries linked against old
+//!   libpthreads) are interposed too (`glibc_aliases_every_family`).
 //! - **A lock destroyed while held**: `destroy` answers `EBUSY` and the lock
 //!   stays as it was. A lock of an out-of-line family that is never
 //!   destroyed (a static one, or memory freed without `destroy`, as

@@ -170,12 +170,70 @@ pub unsafe fn init<L: PreloadLock>(rw: *mut pthread_rwlock_t, kind: c_int) -> c_
     }
 }
 
+/// Bytes for the `Shim`s of locks first used while their thread was
+/// allocating another lock's (`Shim::alloc`): a program whose `malloc`
+/// takes a `pthread_rwlock_t` calls back into the library from that
+/// allocation, and allocating again would recurse until the stack
+/// overflowed (found in review, 2026-11-27). Such locks (the allocator's
+/// own, a few) live here and are never freed; 64 KiB holds hundreds.
+#[repr(C, align(128))]
+struct Arena(UnsafeCell<[MaybeUninit<u8>; ARENA_BYTES]>);
+const ARENA_BYTES: usize = 64 << 10;
+// SAFETY: disjoint ranges are handed out once each (`arena_alloc`), and
+// each is then used as its `Shim` (itself `Sync`).
+unsafe impl Sync for Arena {}
+static ARENA: Arena = Arena(UnsafeCell::new([MaybeUninit::uninit(); ARENA_BYTES]));
+/// The arena's first free byte.
+static ARENA_NEXT: AtomicUsize = AtomicUsize::new(0);
+
+std::thread_local! {
+    /// The thread is inside `Shim::alloc`'s allocation. `const`, without a
+    /// destructor: no allocation to reach it.
+    static ALLOCATING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// `layout` from the arena; `None` when it is full.
+fn arena_alloc(layout: Layout) -> Option<*mut u8> {
+    let base = ARENA.0.get().cast::<u8>();
+    // Relaxed (all): the counter only divides the arena; each range is
+    // published with the lock it holds (the installing CAS).
+    let mut at = ARENA_NEXT.load(Ordering::Relaxed);
+    loop {
+        let start = at.checked_next_multiple_of(layout.align())?;
+        let end = start.checked_add(layout.size())?;
+        if end > ARENA_BYTES {
+            return None;
+        }
+        match ARENA_NEXT.compare_exchange_weak(at, end, Ordering::Relaxed, Ordering::Relaxed) {
+            // `start..end` lies inside the arena, and is ours alone.
+            // SAFETY: so the pointer is in bounds.
+            Ok(_) => return Some(unsafe { base.add(start) }),
+            Err(now) => at = now,
+        }
+    }
+}
+
+fn in_arena(p: *const u8) -> bool {
+    let base = ARENA.0.get().cast::<u8>().cast_const();
+    p >= base && p < base.wrapping_add(ARENA_BYTES)
+}
+
 impl<L: PreloadLock> Shim<L> {
     /// Allocates one; `None` when memory is exhausted.
     fn alloc(kind: c_int) -> Option<*mut Shim<L>> {
         let layout = Layout::new::<Shim<L>>();
-        // SAFETY: `Shim` is never zero-sized (it has `writer`).
-        let p = unsafe { alloc(layout) }.cast::<Shim<L>>();
+        const { assert!(align_of::<Shim<L>>() <= align_of::<Arena>()) };
+        let p = if ALLOCATING.with(|a| a.replace(true)) {
+            // Called back from inside our own allocation (the program's
+            // allocator took a lock): not the allocator again.
+            arena_alloc(layout).unwrap_or(ptr::null_mut())
+        } else {
+            // SAFETY: `Shim` is never zero-sized (it has `writer`).
+            let p = unsafe { alloc(layout) };
+            ALLOCATING.with(|a| a.set(false));
+            p
+        }
+        .cast::<Shim<L>>();
         if p.is_null() {
             return None;
         }
@@ -196,10 +254,13 @@ impl<L: PreloadLock> Shim<L> {
     ///
     /// Nobody uses it any more.
     unsafe fn free(p: *mut Shim<L>) {
-        // SAFETY: the caller's contract; allocated with this layout.
+        // SAFETY: the caller's contract; allocated with this layout (an
+        // arena one is only dropped: the arena is never reused).
         unsafe {
             ptr::drop_in_place(p);
-            dealloc(p.cast(), Layout::new::<Shim<L>>());
+            if !in_arena(p.cast_const().cast()) {
+                dealloc(p.cast(), Layout::new::<Shim<L>>());
+            }
         }
     }
 

@@ -171,6 +171,17 @@ fn documented_limits_every_family() {
     }
 }
 
+/// glibc's `__pthread_rwlock_*` names reach the library too (found in
+/// review, 2026-11-27: they went to glibc's code, on the library's locks).
+#[test]
+fn glibc_aliases_every_family() {
+    let exe = build("aliases.c", "aliases", false, &[]);
+    for family in families() {
+        let o = run(family, &exe, &[], 60);
+        check("aliases.c", family, &o, "aliases: ok");
+    }
+}
+
 #[test]
 fn unknown_and_help_values_keep_the_program_running() {
     let exe = stress();
@@ -268,5 +279,33 @@ fn tokyo_cabinet_on_memory_db_every_family() {
         check("tcumttest typical", family, &o, "ok");
         let o = run(family, &tc, &["combo", "4", "10000"], 300);
         check("tcumttest combo", family, &o, "ok");
+    }
+}
+
+/// Lock calls that re-enter the library on one thread (found in review,
+/// 2026-11-27; each ran under glibc): a `malloc` that takes a
+/// `pthread_rwlock_t`, called from the library's own allocations (the
+/// family's resolution, a lock's first use, the hold table's growth), and
+/// a signal handler that locks while the thread is inside a lock call.
+/// Before the fixes the first overflowed the stack under every family and
+/// the second lost holds or freed the hold table twice.
+#[test]
+fn reentrant_calls_every_family() {
+    let exe = build("reentry.c", "reentry", false, &[]);
+    for family in families() {
+        for (mode, held) in [
+            ("malloc", "0"),
+            ("malloc", "20"),
+            ("signal", "0"),
+            ("signal", "20"),
+        ] {
+            let o = run(family, &exe, &[mode, held], 60);
+            check(
+                &format!("reentry.c {mode} {held}"),
+                family,
+                &o,
+                "reentry: ok",
+            );
+        }
     }
 }
