@@ -247,8 +247,14 @@ mod global {
 
     fn from_env() -> Option<usize> {
         static WARNED: AtomicBool = AtomicBool::new(false);
-        let raw = std::env::var(ENV_VAR).ok()?;
-        match super::parse_env_value(&raw) {
+        // Not valid Unicode: reported as malformed too (found silently
+        // ignored in review, 2026-11-27).
+        let raw = std::env::var_os(ENV_VAR)?;
+        let parsed = match raw.to_str() {
+            Some(text) => super::parse_env_value(text),
+            None => Err(String::from("not valid UTF-8")),
+        };
+        match parsed {
             Ok(n) => Some(n),
             Err(why) => {
                 // Relaxed: only de-duplicates one diagnostic line.

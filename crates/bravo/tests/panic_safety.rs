@@ -23,13 +23,14 @@ const CHILD: &str = "BRAVO_PANIC_SAFETY_CHILD";
 /// The child's part: bias a lock, then write twice. Prints `child: ok`.
 fn child() {
     let lock = Bravo::<parking_lot::RawRwLock>::new();
-    // The first (slow) read sets the bias; no table use yet.
+    // The first (slow) read sets the bias, and creates the table first,
+    // with a malformed size in the environment and a dead stderr (since
+    // 2026-11-27; before, the revoking write below created it).
     let g = lock.lock_shared();
     // SAFETY: our read.
     unsafe { lock.unlock_shared(g) };
     assert!(lock.is_biased(), "the first slow read biases the lock");
-    // The write revokes: the table is created now, with a malformed size
-    // in the environment and a dead stderr.
+    // The write revokes.
     let first = std::panic::catch_unwind(|| {
         let g = lock.lock_exclusive();
         // SAFETY: our write.
@@ -98,5 +99,46 @@ fn revocation_survives_a_closed_stderr() {
     assert!(
         status.success() && out.contains("child: ok"),
         "the child failed ({status}); its stdout:\n{out}"
+    );
+}
+
+/// A `BRAVO_TABLE_SLOTS` that is not valid Unicode is reported on stderr
+/// like any malformed value, and the default size is used (it was ignored
+/// silently until review found it, 2026-11-27).
+#[test]
+fn a_size_that_is_not_unicode_is_reported() {
+    const MODE: &str = "BRAVO_NOT_UNICODE_CHILD";
+    if std::env::var_os(MODE).is_some() {
+        let lock = Bravo::<parking_lot::RawRwLock>::new();
+        let g = lock.lock_shared();
+        // SAFETY: our read.
+        unsafe { lock.unlock_shared(g) };
+        println!("slots: {}", bravo::table::slots());
+        return;
+    }
+    use std::os::unix::ffi::OsStrExt;
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_size_that_is_not_unicode_is_reported",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(MODE, "1")
+        .env("BRAVO_TABLE_SLOTS", std::ffi::OsStr::from_bytes(b"\xff16"))
+        .output()
+        .expect("re-executing the test binary");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("ignoring BRAVO_TABLE_SLOTS") && stderr.contains("not valid UTF-8"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains(&format!("slots: {}", bravo::table::DEFAULT_SLOTS)),
+        "{stdout}"
     );
 }

@@ -123,7 +123,8 @@ use std::time::{Duration, Instant};
 
 use lock_api::{
     RawMutex, RawMutexFair, RawMutexTimed, RawRwLock, RawRwLockDowngrade, RawRwLockFair,
-    RawRwLockTimed, RawRwLockUpgrade, RawRwLockUpgradeDowngrade, RawRwLockUpgradeTimed,
+    RawRwLockTimed, RawRwLockUpgrade, RawRwLockUpgradeDowngrade, RawRwLockUpgradeFair,
+    RawRwLockUpgradeTimed,
 };
 
 use crate::wait;
@@ -749,6 +750,15 @@ unsafe impl<L: RawRwLockUpgrade> RawRwLockUpgrade for Restricted<L> {
     }
 }
 
+// SAFETY: `L`'s fair release; the provided bump goes through
+// `lock_upgradable` above (admitted like the writes).
+unsafe impl<L: RawRwLockUpgradeFair> RawRwLockUpgradeFair for Restricted<L> {
+    unsafe fn unlock_upgradable_fair(&self, guard: Self::UpgradableGuard) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.inner.unlock_upgradable_fair(guard) }
+    }
+}
+
 // SAFETY: `L`'s.
 unsafe impl<L: RawRwLockUpgradeDowngrade> RawRwLockUpgradeDowngrade for Restricted<L> {
     unsafe fn downgrade_upgradable(&self, guard: Self::UpgradableGuard) -> Self::SharedGuard {
@@ -871,6 +881,21 @@ mod tests {
     use std::sync::atomic::AtomicBool;
 
     type Pft = Restricted<PfTicket>;
+
+    /// The upgradable read's fair release and bump (`RawRwLockUpgradeFair`)
+    /// pass through to `L` (found missing in review, 2026-11-27).
+    #[test]
+    fn upgradable_fair_release_and_bump() {
+        type Lock = lock_api::RwLock<Restricted<parking_lot::RawRwLock>, u32>;
+        let lock = Lock::new(1);
+        let mut g = lock.upgradable_read();
+        lock_api::RwLockUpgradableReadGuard::bump(&mut g);
+        assert_eq!(*g, 1);
+        lock_api::RwLockUpgradableReadGuard::unlock_fair(g);
+        *lock.write() += 1;
+        assert_eq!(*lock.read(), 2);
+        assert!(!lock.is_locked());
+    }
 
     /// Aborts the test process with `what` unless dropped within `secs`
     /// (a lost passive-queue wake-up hangs a thread for good: make that a
