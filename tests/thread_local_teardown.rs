@@ -71,6 +71,37 @@ fn warm<R: RawRwLock>(lock: &RwLock<R, Pair>) {
     }
 }
 
+/// A thread whose thread-local teardown runs what `body` hooks
+/// (`set_hook`); `body` gets the channel on which the hook signals that the
+/// teardown has begun, and the flag it sets just before its guards drop.
+fn spawn_torn_down(
+    body: impl FnOnce(mpsc::Sender<()>, Arc<AtomicBool>) + Send + 'static,
+) -> (
+    std::thread::JoinHandle<()>,
+    mpsc::Receiver<()>,
+    Arc<AtomicBool>,
+) {
+    let ended = Arc::new(AtomicBool::new(false));
+    let (torn_tx, torn_rx) = mpsc::channel();
+    let e = ended.clone();
+    let t = std::thread::spawn(move || {
+        touch_late_first();
+        body(torn_tx, e);
+    });
+    (t, torn_rx, ended)
+}
+
+/// Keeps `guard` until the thread's teardown, then signals `torn`, waits
+/// 200 ms, sets `ended` and drops it.
+fn release_late<G: 'static>(guard: G, torn: mpsc::Sender<()>, ended: Arc<AtomicBool>) {
+    set_hook(move || {
+        torn.send(()).unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        ended.store(true, Ordering::SeqCst);
+        drop(guard);
+    });
+}
+
 /// A: `write_guard == false`: a read guard alive in teardown, a writer
 /// elsewhere; `true`: a write guard alive in teardown, a reader elsewhere.
 fn guard_alive_in_teardown<R: RawRwLock + Send + Sync + 'static>(
@@ -79,28 +110,12 @@ fn guard_alive_in_teardown<R: RawRwLock + Send + Sync + 'static>(
 ) {
     watchdog(name, 20, move || {
         let lock: &'static RwLock<R, Pair> = Box::leak(Box::new(RwLock::new((0, 0))));
-        let ended = Arc::new(AtomicBool::new(false));
-        let (torn_tx, torn_rx) = mpsc::channel();
-        let e = ended.clone();
-        let t = std::thread::spawn(move || {
-            touch_late_first();
+        let (t, torn_rx, ended) = spawn_torn_down(move |torn_tx, e| {
             warm(lock);
             if write_guard {
-                let g = lock.write();
-                set_hook(move || {
-                    torn_tx.send(()).unwrap();
-                    std::thread::sleep(Duration::from_millis(200));
-                    e.store(true, Ordering::SeqCst);
-                    drop(g);
-                });
+                release_late(lock.write(), torn_tx, e);
             } else {
-                let g = lock.read();
-                set_hook(move || {
-                    torn_tx.send(()).unwrap();
-                    std::thread::sleep(Duration::from_millis(200));
-                    e.store(true, Ordering::SeqCst);
-                    drop(g);
-                });
+                release_late(lock.read(), torn_tx, e);
             }
         });
         torn_rx.recv().unwrap();
@@ -178,6 +193,7 @@ macro_rules! every_lock {
         mod a_read_guard { use super::*; $( #[test] fn $name() { guard_alive_in_teardown::<$ty>(stringify!($name), false); } )* }
         mod a_write_guard { use super::*; $( #[test] fn $name() { guard_alive_in_teardown::<$ty>(stringify!($name), true); } )* }
         mod b_ops { use super::*; $( #[test] fn $name() { ops_in_teardown::<$ty>(stringify!($name)); } )* }
+        mod c_churn { use super::*; $( #[test] fn $name() { churn::<$ty>(stringify!($name)); } )* }
     };
 }
 
@@ -261,26 +277,6 @@ fn churn<R: RawRwLock + Send + Sync + 'static>(name: &'static str) {
     });
 }
 
-macro_rules! churn_every {
-    ($($name:ident: $ty:ty,)*) => {
-        mod c_churn { use super::*; $( #[test] fn $name() { churn::<$ty>(stringify!($name)); } )* }
-    };
-}
-
-churn_every! {
-    pf_ticket: rwlock_core::PfTicket,
-    pf_queue: rwlock_core::PfQueue,
-    brlock: rwlock_core::BrLock,
-    pthread: rwlock_core::PthreadRwLock,
-    bravo_pl: bravo::RawRwLock,
-    bravo_pfq: bravo::RawPfQueue,
-    bravo_prw: bravo::Bravo<prwlock::PrwLock>,
-    crw_np: cohort::CRwNp,
-    crw_rp: cohort::CRwRp,
-    crw_wp: cohort::CRwWp,
-    prw: prwlock::PrwLock,
-}
-
 /// D (prwlock): in teardown, with the thread's record retired holding a
 /// hold of `a`: a converted hold (schedule_out before teardown), reads of
 /// another lock of the domain, a write of a third, a downgrade, and the
@@ -294,11 +290,7 @@ fn d_prwlock_mixed_teardown() {
             Box::leak(Box::new(RwLock::from_raw(PrwLock::in_domain(&D), (0, 0))))
         };
         let (a, b, c) = (mk(), mk(), mk());
-        let ended = Arc::new(AtomicBool::new(false));
-        let (torn_tx, torn_rx) = mpsc::channel();
-        let e = ended.clone();
-        let t = std::thread::spawn(move || {
-            touch_late_first();
+        let (t, torn_rx, ended) = spawn_torn_down(move |torn_tx, e| {
             warm(a);
             warm(b);
             let g = a.read();
@@ -379,11 +371,7 @@ fn f_bravo_fast_read_in_teardown() {
     watchdog("f_bravo", 20, || {
         let raw: &'static bravo::RawRwLock =
             Box::leak(Box::new(<bravo::RawRwLock as RawRwLock>::INIT));
-        let ended = Arc::new(AtomicBool::new(false));
-        let (torn_tx, torn_rx) = mpsc::channel();
-        let e = ended.clone();
-        let t = std::thread::spawn(move || {
-            touch_late_first();
+        let (t, torn_rx, ended) = spawn_torn_down(move |torn_tx, e| {
             let g = loop {
                 let g = raw.lock_shared();
                 if g.is_fast() {
