@@ -152,8 +152,9 @@ unsafe fn with_nested<R>(
     if level >= LEVELS {
         reentered_too_deep();
     }
-    // SAFETY: the caller's contract; fields no live reference covers (see
-    // `with`).
+    // The caller's contract; `depth` is a field no live reference covers
+    // (see `with`).
+    // SAFETY: so the store aliases nothing.
     unsafe { (*t).depth = depth + 1 };
     compiler_fence(Ordering::SeqCst);
     // The table of this level: no other call of the thread uses it now
@@ -176,8 +177,9 @@ unsafe fn take_key(key: *mut usize) -> usize {
     // Relaxed: the counter only has to hand out distinct numbers, which
     // its read-modify-writes do in any order.
     let k = NEXT_KEY.fetch_add(1, Ordering::Relaxed);
-    // SAFETY: the caller's contract (a signal handler that interrupted us
-    // may have taken the thread's key meanwhile: it stays).
+    // The caller's contract (a signal handler that interrupted us may have
+    // taken the thread's key meanwhile: it stays).
+    // SAFETY: so `key` is this thread's field, read and written here only.
     unsafe {
         if *key == 0 {
             *key = k;
@@ -191,8 +193,8 @@ fn reentered_too_deep() -> ! {
     let msg = b"rwlock-preload: pthread_rwlock_* calls nested more than 4 deep on one \
 thread (signal handlers or an allocator calling back into a lock call); aborting rather \
 than corrupt the thread's holds\n";
-    // SAFETY: a valid buffer of that length; the result is ignored (we
-    // abort either way).
+    // The result is ignored: we abort either way.
+    // SAFETY: a valid buffer of that length.
     unsafe { libc::write(2, msg.as_ptr().cast(), msg.len()) };
     std::process::abort();
 }

@@ -254,8 +254,9 @@ impl<L: PreloadLock> Shim<L> {
     ///
     /// Nobody uses it any more.
     unsafe fn free(p: *mut Shim<L>) {
-        // SAFETY: the caller's contract; allocated with this layout (an
-        // arena one is only dropped: the arena is never reused).
+        // Allocated with this layout (an arena one is only dropped: the
+        // arena is never reused), and unused (the caller's contract).
+        // SAFETY: so it is dropped and freed once.
         unsafe {
             ptr::drop_in_place(p);
             if !in_arena(p.cast_const().cast()) {
