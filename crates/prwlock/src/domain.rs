@@ -887,6 +887,9 @@ crate::sync::thread_local! {
     static IN_REGISTRATIONS: Cell<bool> = const { Cell::new(false) };
     /// `REGISTRATIONS` has been destroyed (its destructor ran).
     static REGISTRATIONS_GONE: Cell<bool> = const { Cell::new(false) };
+    /// `REGISTRATIONS` has been initialised (a `with_registrations` call
+    /// reached it).
+    static REGISTRATIONS_READY: Cell<bool> = const { Cell::new(false) };
 }
 
 // loom's `thread_local!` has no `const` initialiser form.
@@ -898,6 +901,7 @@ crate::sync::thread_local! {
     static RETIRED_HERE: Cell<RetiredHere> = Cell::new([(ptr::null(), ptr::null()); RETIRED_KEPT]);
     static IN_REGISTRATIONS: Cell<bool> = Cell::new(false);
     static REGISTRATIONS_GONE: Cell<bool> = Cell::new(false);
+    static REGISTRATIONS_READY: Cell<bool> = Cell::new(false);
 }
 
 /// The calling thread's record in `domain` if it is FCP-RCU's cached one
@@ -945,16 +949,38 @@ pub(crate) fn cached(domain: &Domain) -> &'static Record {
 /// The calling thread's record in `domain`, if it has one (no registration;
 /// `None` too while the thread is registering somewhere, see
 /// [`register_record`]).
+#[inline]
 pub(crate) fn find(domain: &'static Domain) -> Option<&'static Record> {
-    with_registrations(|regs| {
-        regs.list
-            .try_borrow()
-            .ok()?
-            .iter()
-            .find(|(d, _)| ptr::eq(*d, domain))
-            .map(|&(_, r)| r)
-    })
-    .flatten()
+    if REGISTRATIONS_READY.with(Cell::get) {
+        // Initialised: an access allocates nothing, and `try_borrow` (in
+        // `lookup`) answers a call back from inside a registration. Kept
+        // small, so that it inlines into a writer's path.
+        REGISTRATIONS
+            .try_with(|regs| lookup(regs, domain))
+            .ok()
+            .flatten()
+    } else {
+        find_first(domain)
+    }
+}
+
+/// [`find`] before the thread's registrations were first reached.
+#[cold]
+#[inline(never)]
+fn find_first(domain: &'static Domain) -> Option<&'static Record> {
+    with_registrations(|regs| lookup(regs, domain)).flatten()
+}
+
+/// The record of `domain` in `regs` (`None` while a registration of the
+/// thread has the list borrowed).
+#[inline]
+fn lookup(regs: &Registrations, domain: &'static Domain) -> Option<&'static Record> {
+    regs.list
+        .try_borrow()
+        .ok()?
+        .iter()
+        .find(|(d, _)| ptr::eq(*d, domain))
+        .map(|&(_, r)| r)
 }
 
 /// `f` on the thread's registrations; `None` once they are destroyed, and
@@ -970,6 +996,9 @@ fn with_registrations<R>(f: impl FnOnce(&Registrations) -> R) -> Option<R> {
         return None;
     }
     let r = REGISTRATIONS.try_with(f).ok();
+    if r.is_some() {
+        REGISTRATIONS_READY.with(|ready| ready.set(true));
+    }
     IN_REGISTRATIONS.with(|busy| busy.set(false));
     r
 }
@@ -1007,15 +1036,8 @@ fn register_caching(
 /// active mode, as in the teardown.
 fn register_record(domain: &'static Domain) -> Option<&'static Record> {
     with_registrations(|regs| {
-        let found = regs
-            .list
-            .try_borrow()
-            .ok()?
-            .iter()
-            .find(|(d, _)| ptr::eq(*d, domain))
-            .map(|&(_, r)| r);
-        if found.is_some() {
-            return found;
+        if let Some(found) = lookup(regs, domain) {
+            return Some(found);
         }
         let r = domain.claim();
         #[cfg(not(loom))]
