@@ -83,14 +83,29 @@ mod imp {
         };
     }
 
+    thread_local! {
+        /// A count of this thread is running. `const`, no destructor.
+        static COUNTING: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+    }
+
     #[inline]
     fn add(i: usize, n: u64) {
+        // A count from inside a count is dropped: the thread's record is
+        // created on its first count, which allocates and takes the
+        // registry's mutex, and a program's allocator that takes a lock
+        // (the LD_PRELOAD shim's `malloc` re-entry) would count again
+        // there, deadlocking on that mutex (found by the re-entry test,
+        // 2026-11-27).
+        if COUNTING.with(|c| c.replace(true)) {
+            return;
+        }
         let _ = LOCAL.try_with(|l| {
             let c = &l.0[i];
             // Relaxed load and store: single writer; readers of a snapshot
             // see some recent value, which is all a statistic promises.
             c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
         });
+        COUNTING.with(|c| c.set(false));
     }
 
     #[inline]
