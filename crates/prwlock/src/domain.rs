@@ -512,7 +512,9 @@ pub struct Domain {
 /// What a domain's records are (see [`Domain::stats`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DomainStats {
-    /// Records ever claimed: the most threads registered at once.
+    /// Records ever claimed: about the most threads registered at once (a
+    /// claim that races a release, whose record is off the walks but not
+    /// yet free, takes the next free record, so a few more under churn).
     pub records: usize,
     /// Records owned by a live thread now.
     pub in_use: usize,

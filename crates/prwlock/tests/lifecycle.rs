@@ -69,7 +69,11 @@ fn concurrent_threads_come_and_go_under_writers() {
     });
     assert_eq!(*lock.read(), 8 * 16 * 4);
     let stats = D.stats();
-    assert!(stats.records <= 17, "records not reused: {stats:?}");
+    // 16 threads at once and this one, plus a few: a claim that races a
+    // release (the record off the walks, not yet free) takes the next free
+    // record (seen once, 18, in the 2-node VM under TCG, 2026-11-27).
+    // Without reuse it would be 129.
+    assert!(stats.records <= 24, "records not reused: {stats:?}");
     // The main thread read above: its record is the one still in use.
     assert_eq!((stats.in_use, stats.retired), (1, 0), "{stats:?}");
 }

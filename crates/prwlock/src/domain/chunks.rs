@@ -163,8 +163,10 @@ impl ChunkList {
     /// next.
     ///
     /// First fit, the oldest chunk first and the lowest free record in it:
-    /// a claim never takes a record past the number of records live now,
-    /// so the records ever claimed are the most threads registered at once
+    /// a claim takes no record past the number of records live now (except
+    /// one that races a release: that record is off the walks before it is
+    /// free, and the claim moves on to the next), so the records ever
+    /// claimed are about the most threads registered at once
     /// (`DomainStats::records`), and live records stay packed in the
     /// oldest chunks.
     pub(crate) fn claim(&self) -> &Record {
