@@ -808,7 +808,9 @@ struct Registrations {
 
 impl Drop for Registrations {
     fn drop(&mut self) {
-        REGISTRATIONS_GONE.with(|gone| gone.set(true));
+        // `try_with`: loom's thread-locals (not std's `const` ones) may be
+        // gone already when this destructor runs.
+        let _ = REGISTRATIONS_GONE.try_with(|gone| gone.set(true));
         // The cache may be read by destructors that run after this one:
         // empty it first so that they register afresh (and, finding this
         // list gone, read in active mode).
@@ -850,7 +852,10 @@ pub(crate) fn find_retired(domain: &'static Domain) -> Option<&'static Record> {
     // Only a thread whose registrations are gone has retired a record (the
     // common case, a thread that never read here, stops at this test;
     // `None` from a call back into the registrations counts as alive).
-    if REGISTRATIONS_GONE.with(|gone| !gone.get()) {
+    if REGISTRATIONS_GONE
+        .try_with(|gone| !gone.get())
+        .unwrap_or(false)
+    {
         return None;
     }
     RETIRED_HERE
@@ -953,7 +958,7 @@ pub(crate) fn cached(domain: &Domain) -> &'static Record {
 /// [`register_record`]).
 #[inline]
 pub(crate) fn find(domain: &'static Domain) -> Option<&'static Record> {
-    if REGISTRATIONS_READY.with(Cell::get) {
+    if REGISTRATIONS_READY.try_with(Cell::get).unwrap_or(false) {
         // Initialised: an access allocates nothing, and `try_borrow` (in
         // `lookup`) answers a call back from inside a registration. Kept
         // small, so that it inlines into a writer's path.
@@ -994,14 +999,17 @@ fn lookup(regs: &Registrations, domain: &'static Domain) -> Option<&'static Reco
 /// into the registrations' initialisation without end (found in review,
 /// 2026-11-27): it reads in active mode instead, as in the teardown.
 fn with_registrations<R>(f: impl FnOnce(&Registrations) -> R) -> Option<R> {
-    if IN_REGISTRATIONS.with(|busy| busy.replace(true)) {
+    if IN_REGISTRATIONS
+        .try_with(|busy| busy.replace(true))
+        .unwrap_or(true)
+    {
         return None;
     }
     let r = REGISTRATIONS.try_with(f).ok();
     if r.is_some() {
-        REGISTRATIONS_READY.with(|ready| ready.set(true));
+        let _ = REGISTRATIONS_READY.try_with(|ready| ready.set(true));
     }
-    IN_REGISTRATIONS.with(|busy| busy.set(false));
+    let _ = IN_REGISTRATIONS.try_with(|busy| busy.set(false));
     r
 }
 
