@@ -902,25 +902,18 @@ impl PrwLock {
     /// this lock (a write request inside one's own read section would wait
     /// for itself forever).
     fn own_record_not_reading(&self) -> *const Record {
-        let Some(record) = domain::find(self.domain) else {
-            // No registration: none yet, or the thread's thread-locals are
-            // being destroyed, when a read guard that outlived them holds
-            // on the record the thread retired.
-            if let Some(retired) = domain::find_retired(self.domain) {
-                assert!(
-                    !retired.holds_any_mode(self.id()),
-                    "PrwLock: write lock requested by a thread that holds a read lock on it \
-                     (it would wait for itself forever)"
-                );
-            }
-            return ptr::null();
-        };
-        assert!(
-            !record.holds_any_mode(self.id()),
-            "PrwLock: write lock requested by a thread that holds a read lock on it \
-             (it would wait for itself forever)"
-        );
-        record
+        let own = domain::find(self.domain);
+        // No registration: none yet, or the thread's thread-locals are being
+        // destroyed, when a read guard that outlived them holds on the
+        // record the thread retired (checked, but not the writer's own).
+        if let Some(r) = own.or_else(|| domain::find_retired(self.domain)) {
+            assert!(
+                !r.holds_any_mode(self.id()),
+                "PrwLock: write lock requested by a thread that holds a read lock on it \
+                 (it would wait for itself forever)"
+            );
+        }
+        own.map_or(ptr::null(), |r| r as *const Record)
     }
 
     /// Releases the writer mutex with `WRITER` cleared (never `PASS`).
