@@ -52,7 +52,8 @@ struct prwlock_record {
 /* PRWLOCK_IOC_VERSION */
 struct prwlock_version {
 	__u32 abi;                 /* PRWLOCK_ABI_VERSION of the module */
-	__u32 records_per_thread;  /* registrations one thread may hold */
+	__u32 records_per_thread;  /* records one thread may hold, through all
+				    * its descriptors together */
 };
 
 /* PRWLOCK_IOC_REGISTER, PRWLOCK_IOC_UNREGISTER: the calling thread's

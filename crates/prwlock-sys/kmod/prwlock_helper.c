@@ -44,11 +44,27 @@
  *    after an RCU grace period (the scheduler walks the notifier list with
  *    preemption disabled), by the reaper work;
  *  - when the device file is released (the process exits, or closes it)
- *    while threads are still registered, those registrations move to the
- *    orphan list, still linked to their live tasks, and are freed once their
- *    tasks are dead. Each registration holds a module reference, so the
- *    module cannot be unloaded while a notifier of it is linked.
- * Pinned pages are unpinned (and dirtied) when a registration is freed.
+ *    while threads are still registered, their records are let go at once
+ *    (the notifiers stop writing them, an RCU grace period lets a running
+ *    notifier finish, the records read 0 again and their pages are
+ *    unpinned), and the emptied registrations move to the orphan list,
+ *    still linked to their live tasks. A thread that registers again,
+ *    through any descriptor, adopts its orphan instead of linking another
+ *    notifier; the reaper frees an orphan once its task is dead. Each
+ *    registration holds a module reference, so the module cannot be
+ *    unloaded while a notifier of it is linked.
+ * Pinned pages are unpinned (and dirtied) when a record is let go.
+ *
+ * Bounds (the device is open to every user, so they are what an
+ * unprivileged caller can make the kernel hold): a thread holds at most
+ * PRW_RECORDS_PER_THREAD records through all its descriptors together,
+ * so at most that many pinned pages and, with its orphans, that many
+ * notifiers (an orphan is adopted before a new one is made: an attached
+ * registration holds at least one record). Records must lie in anonymous
+ * memory: a long-term writable pin of a file's page would write it behind
+ * the filesystem's back. Pages are pinned before the descriptor's mutex is
+ * taken, and the mutex is taken killably, so a fault that blocks (a FUSE
+ * or userfaultfd range) holds up only its own caller.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -79,7 +95,8 @@
 #error "prwlock_helper needs CONFIG_PREEMPT_NOTIFIERS"
 #endif
 
-/* Records one thread may register: one per prwlock domain it reads. */
+/* Records one thread may register, through all its descriptors together:
+ * one per prwlock domain it reads. */
 #define PRW_RECORDS_PER_THREAD 8
 
 static_assert(sizeof(struct prwlock_record) == PRWLOCK_RECORD_ALIGN);
@@ -96,11 +113,14 @@ struct prw_file;
 struct prw_thread {
 	struct preempt_notifier pn;
 	struct task_struct *task;   /* a reference (get_task_struct) */
-	struct prw_file *file;      /* NULL once orphaned */
+	struct prw_file *file;      /* NULL once orphaned (under orphans_lock) */
 	struct list_head node;      /* in file->threads, or the orphan list */
 	int cpu;                    /* where the task runs, -1 off CPU */
 	int dead;                   /* set (release) in the task's last sched-out */
-	int nrec;                   /* changed by the task itself, preemption off */
+	int nrec;                   /* changed by the task itself, preemption off,
+				     * or set to 0 by release (READ_ONCE in the
+				     * notifiers) */
+	int pinned;                 /* release: records to let go after the GP */
 	struct prw_rec recs[PRW_RECORDS_PER_THREAD];
 };
 
@@ -123,10 +143,10 @@ static DECLARE_DELAYED_WORK(reap_work, reap_work_fn);
 static void prw_sched_in(struct preempt_notifier *pn, int cpu)
 {
 	struct prw_thread *t = container_of(pn, struct prw_thread, pn);
-	int i;
+	int i, n = READ_ONCE(t->nrec);
 
 	WRITE_ONCE(t->cpu, cpu);
-	for (i = 0; i < t->nrec; i++)
+	for (i = 0; i < n; i++)
 		WRITE_ONCE(t->recs[i].k->on_cpu, PRWLOCK_ON_CPU | (u32)cpu);
 	/*
 	 * Pairs with smp_mb() in prw_consensus() before it reads t->cpu: either
@@ -139,14 +159,14 @@ static void prw_sched_in(struct preempt_notifier *pn, int cpu)
 static void prw_sched_out(struct preempt_notifier *pn, struct task_struct *next)
 {
 	struct prw_thread *t = container_of(pn, struct prw_thread, pn);
-	int i;
+	int i, n = READ_ONCE(t->nrec);
 
 	/*
 	 * The scheduler ran a full barrier (rq lock, smp_mb__after_spinlock)
 	 * after this thread's last user-space store: a writer that reads "off
 	 * CPU" below sees those stores.
 	 */
-	for (i = 0; i < t->nrec; i++)
+	for (i = 0; i < n; i++)
 		WRITE_ONCE(t->recs[i].k->on_cpu, PRWLOCK_OFF_CPU);
 	WRITE_ONCE(t->cpu, -1);
 	if (READ_ONCE(current->__state) == TASK_DEAD) {
@@ -206,11 +226,28 @@ static void reap_work_fn(struct work_struct *work)
 
 static void prw_orphan(struct prw_thread *t)
 {
-	t->file = NULL;
 	spin_lock(&orphans_lock);
+	t->file = NULL;
 	list_add_tail(&t->node, &orphans);
 	spin_unlock(&orphans_lock);
-	schedule_delayed_work(&reap_work, 0);
+	/* Now, even if the 100 ms poll is pending. */
+	mod_delayed_work(system_wq, &reap_work, 0);
+}
+
+/* Takes the calling thread's orphan `t` (found by prw_mine) back for file
+ * `f`; false if its release has not finished with it yet. */
+static bool prw_adopt(struct prw_thread *t, struct prw_file *f)
+{
+	bool orphaned;
+
+	spin_lock(&orphans_lock);
+	orphaned = !t->file;
+	if (orphaned) {
+		list_del(&t->node);
+		t->file = f;
+	}
+	spin_unlock(&orphans_lock);
+	return orphaned;
 }
 
 /* Moves the file's dead threads to the reaper (file lock held). */
@@ -228,6 +265,43 @@ static void prw_orphan_dead(struct prw_file *f)
 
 /* ------------------------------------------------------------- requests */
 
+/* What the calling thread holds through all its descriptors. */
+struct prw_mine {
+	unsigned int records;
+	bool has_record;            /* the address asked about */
+	struct prw_thread *orphan;  /* an emptied registration to adopt */
+};
+
+/*
+ * Walks the calling thread's own preempt notifiers. Only a task links or
+ * unlinks its notifiers (the scheduler only walks them), so the task may
+ * read its list at any time; and no registration linked there is freed
+ * while the task runs (UNREGISTER is the task's own request, the reaper
+ * frees dead tasks' only). A concurrent release may drop a count to 0.
+ */
+static void prw_mine(unsigned long uaddr, struct prw_mine *m)
+{
+	struct preempt_notifier *pn;
+	struct prw_thread *t;
+	int i, n;
+
+	m->records = 0;
+	m->has_record = false;
+	m->orphan = NULL;
+	hlist_for_each_entry(pn, &current->preempt_notifiers, link) {
+		if (pn->ops != &prw_preempt_ops)
+			continue;
+		t = container_of(pn, struct prw_thread, pn);
+		n = READ_ONCE(t->nrec);
+		m->records += n;
+		for (i = 0; i < n; i++)
+			if (t->recs[i].uaddr == uaddr)
+				m->has_record = true;
+		if (!n && !m->orphan)
+			m->orphan = t;
+	}
+}
+
 static struct prw_thread *prw_find_thread(struct prw_file *f, struct task_struct *task)
 {
 	struct prw_thread *t;
@@ -242,8 +316,9 @@ static long prw_register(struct prw_file *f, struct prwlock_register __user *uar
 {
 	struct prwlock_register arg;
 	struct prw_thread *t, *other;
+	struct prw_mine mine;
 	struct page *page;
-	bool fresh = false;
+	bool fresh = false, adopted = false;
 	long ret;
 	int i;
 
@@ -255,7 +330,19 @@ static long prw_register(struct prw_file *f, struct prwlock_register __user *uar
 	    arg.record > TASK_SIZE_MAX - PRWLOCK_RECORD_ALIGN)
 		return -EINVAL;
 
-	mutex_lock(&f->lock);
+	/* Before the mutex: a fault here may block (module docs, Bounds). */
+	ret = pin_user_pages_fast(arg.record & PAGE_MASK, 1, FOLL_WRITE | FOLL_LONGTERM, &page);
+	if (ret != 1)
+		return ret < 0 ? ret : -EFAULT;
+	if (!PageAnon(page)) {
+		/* A file's page (shared mapping): refused (module docs). */
+		ret = -EINVAL;
+		goto unpin;
+	}
+	if (mutex_lock_killable(&f->lock)) {
+		ret = -EINTR;
+		goto unpin;
+	}
 	prw_orphan_dead(f);
 	t = prw_find_thread(f, current);
 	/* One record per (thread, domain); one owner per record. */
@@ -271,25 +358,30 @@ static long prw_register(struct prw_file *f, struct prwlock_register __user *uar
 			}
 		}
 	}
-	if (t && t->nrec == PRW_RECORDS_PER_THREAD) {
+	/* The same through the thread's other descriptors, and the bound. */
+	prw_mine(arg.record, &mine);
+	if (mine.has_record) {
+		ret = -EEXIST;
+		goto out;
+	}
+	if (mine.records >= PRW_RECORDS_PER_THREAD ||
+	    (t && t->nrec >= PRW_RECORDS_PER_THREAD)) {
 		ret = -ENOSPC;
 		goto out;
 	}
-	ret = pin_user_pages_fast(arg.record & PAGE_MASK, 1, FOLL_WRITE | FOLL_LONGTERM, &page);
-	if (ret != 1) {
-		ret = ret < 0 ? ret : -EFAULT;
-		goto out;
-	}
-	if (!t) {
+	if (!t && mine.orphan && prw_adopt(mine.orphan, f)) {
+		t = mine.orphan;
+		adopted = true;
+	} else if (!t) {
 		if (!try_module_get(THIS_MODULE)) {
 			ret = -ENODEV;
-			goto unpin;
+			goto out;
 		}
 		t = kzalloc(sizeof(*t), GFP_KERNEL_ACCOUNT);
 		if (!t) {
 			module_put(THIS_MODULE);
 			ret = -ENOMEM;
-			goto unpin;
+			goto out;
 		}
 		get_task_struct(current);
 		t->task = current;
@@ -308,19 +400,19 @@ static long prw_register(struct prw_file *f, struct prwlock_register __user *uar
 	t->recs[i].k = page_address(page) + offset_in_page(arg.record);
 	WRITE_ONCE(t->recs[i].k->on_cpu, PRWLOCK_ON_CPU | (u32)smp_processor_id());
 	WRITE_ONCE(t->cpu, smp_processor_id());
-	t->nrec = i + 1;
-	if (fresh) {
+	WRITE_ONCE(t->nrec, i + 1);
+	if (fresh || adopted)
 		list_add_tail(&t->node, &f->threads);
+	if (fresh)
 		preempt_notifier_register(&t->pn);
-	}
 	preempt_enable();
 	mutex_unlock(&f->lock);
 	return 0;
 
-unpin:
-	unpin_user_page(page);
 out:
 	mutex_unlock(&f->lock);
+unpin:
+	unpin_user_page(page);
 	return ret;
 }
 
@@ -336,7 +428,8 @@ static long prw_unregister(struct prw_file *f, struct prwlock_register __user *u
 	if (arg.size != sizeof(arg) || arg.flags != 0)
 		return -EINVAL;
 
-	mutex_lock(&f->lock);
+	if (mutex_lock_killable(&f->lock))
+		return -EINTR;
 	t = prw_find_thread(f, current);
 	for (i = 0; t && i < t->nrec; i++)
 		if (t->recs[i].uaddr == arg.record && t->recs[i].domain == arg.domain)
@@ -351,7 +444,7 @@ static long prw_unregister(struct prw_file *f, struct prwlock_register __user *u
 	WRITE_ONCE(t->recs[i].k->on_cpu, 0);
 	last = t->nrec - 1;
 	t->recs[i] = t->recs[last];
-	t->nrec = last;
+	WRITE_ONCE(t->nrec, last);
 	if (last == 0) {
 		/* The caller is the task: it may unlink its own notifier, and
 		 * no scheduler walk of its list is under way. */
@@ -400,7 +493,9 @@ static long prw_consensus(struct prw_file *f, struct prwlock_consensus __user *u
 	/* Pairs with smp_mb() in prw_sched_in(): the caller's stores (its
 	 * writer bit) before our reads of where threads run. */
 	smp_mb();
-	mutex_lock(&f->lock);
+	if (mutex_lock_killable(&f->lock))
+		return -EINTR;
+	prw_orphan_dead(f);
 	cpumask_clear(f->mask);
 	list_for_each_entry(t, &f->threads, node) {
 		if (t->task == current)
@@ -445,7 +540,9 @@ static long prw_stats(struct prw_file *f, struct prwlock_stats __user *uarg)
 		return -EFAULT;
 	if (size != sizeof(st))
 		return -EINVAL;
-	mutex_lock(&f->lock);
+	if (mutex_lock_killable(&f->lock))
+		return -EINTR;
+	prw_orphan_dead(f);
 	list_for_each_entry(t, &f->threads, node) {
 		if (READ_ONCE(t->dead))
 			continue;
@@ -513,13 +610,34 @@ static int prw_release(struct inode *inode, struct file *file)
 {
 	struct prw_file *f = file->private_data;
 	struct prw_thread *t, *tmp;
+	LIST_HEAD(gone);
+	int i;
 
+	/* The last reference is gone: no request runs on this file. */
 	mutex_lock(&f->lock);
-	list_for_each_entry_safe(t, tmp, &f->threads, node) {
-		list_del(&t->node);
-		prw_orphan(t);
-	}
+	list_splice_init(&f->threads, &gone);
 	mutex_unlock(&f->lock);
+	/* Let every record go (module docs, Lifetimes): first the notifiers
+	 * stop writing them... */
+	list_for_each_entry(t, &gone, node) {
+		t->pinned = t->nrec;
+		WRITE_ONCE(t->nrec, 0);
+	}
+	if (!list_empty(&gone)) {
+		/* ...then a notifier that read the old count (it runs with
+		 * preemption off) has returned... */
+		synchronize_rcu();
+		list_for_each_entry_safe(t, tmp, &gone, node) {
+			/* ...so the records are the owners' again. */
+			for (i = 0; i < t->pinned; i++) {
+				WRITE_ONCE(t->recs[i].k->on_cpu, 0);
+				unpin_user_pages_dirty_lock(&t->recs[i].page, 1, true);
+			}
+			t->pinned = 0;
+			list_del(&t->node);
+			prw_orphan(t);
+		}
+	}
 	mmdrop(f->mm);
 	free_cpumask_var(f->mask);
 	mutex_destroy(&f->lock);

@@ -191,10 +191,22 @@ pub struct Stats {
 pub const IOC_MAGIC: u8 = 0xB7;
 
 /// Linux's generic `_IOC` encoding (x86, arm, riscv: 2 direction bits at 30,
-/// 14 size bits at 16).
+/// 14 size bits at 16). The architectures with their own layout (powerpc,
+/// mips, sparc, alpha) get no device: [`Device::open_path`] refuses there
+/// rather than send requests the module would misread.
 const fn ioc(dir: u64, nr: u64, size: usize) -> u64 {
     (dir << 30) | ((size as u64) << 16) | ((IOC_MAGIC as u64) << 8) | nr
 }
+const GENERIC_IOC: bool = !cfg!(any(
+    target_arch = "powerpc",
+    target_arch = "powerpc64",
+    target_arch = "mips",
+    target_arch = "mips64",
+    target_arch = "mips32r6",
+    target_arch = "mips64r6",
+    target_arch = "sparc",
+    target_arch = "sparc64",
+));
 const IOC_WRITE: u64 = 1;
 const IOC_READ: u64 = 2;
 
@@ -226,19 +238,20 @@ pub enum Error {
         /// This crate's.
         needed: u32,
     },
-    /// The module refused an argument (`EINVAL`: misaligned record, wrong
-    /// size or flags).
+    /// The module refused an argument (`EINVAL`: misaligned record, a
+    /// record outside anonymous memory, wrong size or flags).
     BadArgument,
     /// The record lies outside the caller's writable memory (`EFAULT`).
     BadAddress,
-    /// This thread already registered this record or a record of this
-    /// domain (`EEXIST`).
+    /// This thread already registered this record (through any descriptor)
+    /// or a record of this domain (through this one) (`EEXIST`).
     AlreadyRegistered,
     /// Another thread registered this record (`EBUSY`).
     RecordInUse,
     /// The calling thread registered no such record (`ENOENT`).
     NotRegistered,
-    /// The thread holds the most records the module allows (`ENOSPC`).
+    /// The thread holds the most records the module allows, through all
+    /// its descriptors together (`ENOSPC`).
     TooManyRecords,
     /// The device was opened by another process (`EPERM`).
     WrongProcess,
@@ -331,6 +344,12 @@ impl Device {
 
     /// Opens the device at `path` (a test may use another node).
     pub fn open_path(path: &CStr) -> Result<Self, Error> {
+        if !GENERIC_IOC {
+            return Err(Error::Os(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "prwlock-sys encodes ioctl requests for the generic _IOC layout only",
+            )));
+        }
         // SAFETY: a valid C string; the flags ask for nothing unusual.
         let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
         if fd < 0 {
@@ -382,12 +401,21 @@ impl Device {
     /// (`slots` at offset 0, `on_cpu` at its offset, 128 bytes, aligned)
     /// can be registered, as prwlock does.
     ///
+    /// The record must lie in anonymous memory (heap, stack, a private
+    /// mapping: [`Error::BadArgument`] for a file's page or shared
+    /// memory), and a thread holds at most
+    /// [`records_per_thread`](Self::records_per_thread) records through all
+    /// its descriptors together ([`Error::TooManyRecords`]).
+    ///
     /// # Safety
-    /// `record` must point to such memory, and until then it must stay
-    /// allocated and be used only as a status record: the module writes
-    /// its `on_cpu` word from scheduler context (through the pinned page,
-    /// so a freed and reused record would see those writes land in someone
-    /// else's data), and reads its slots.
+    /// `record` must point to such memory, and it must stay allocated and
+    /// be used only as a status record until the registration ends
+    /// ([`unregister`](Self::unregister), the thread's exit, or the close
+    /// of this device's last descriptor, after which it reads 0 again):
+    /// until then the module writes its `on_cpu` word from scheduler
+    /// context (through the pinned page, so a freed and reused record
+    /// would see those writes land in someone else's data), and reads its
+    /// slots.
     pub unsafe fn register(&self, record: *const Record, domain: u64) -> Result<(), Error> {
         let mut arg = RegisterArg {
             record: record as u64,

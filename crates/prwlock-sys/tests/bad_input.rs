@@ -291,3 +291,130 @@ fn closing_the_device_with_threads_registered_is_clean() {
         }
     }
 }
+
+#[test]
+#[ignore = "needs the prwlock_helper module (scripts/vm-test loads it)"]
+fn closing_the_device_lets_the_records_go_and_a_new_descriptor_adopts_the_thread() {
+    let records = arena();
+    let dev = Arc::new(Device::open().unwrap());
+    let registered = Arc::new(std::sync::Barrier::new(5));
+    let closed = Arc::new(std::sync::Barrier::new(5));
+    let threads: Vec<_> = (0..4)
+        .map(|i| {
+            let (dev, registered, closed) = (dev.clone(), registered.clone(), closed.clone());
+            std::thread::spawn(move || {
+                // SAFETY: arena records, never freed.
+                unsafe { dev.register(&records[i], 7) }.unwrap();
+                drop(dev); // the main thread's is the last descriptor
+                registered.wait();
+                closed.wait();
+                // The module no longer writes the record: context switches
+                // leave it untracked.
+                for _ in 0..50 {
+                    std::thread::sleep(std::time::Duration::from_micros(200));
+                    assert_eq!(records[i].placement(), Placement::Untracked);
+                }
+                // Registering again (through a new descriptor) works, the
+                // same record and others, up to the bound.
+                let again = Device::open().unwrap();
+                let per_thread = again.records_per_thread() as usize;
+                for d in 0..per_thread {
+                    let r = &records[(i + 4 * d) % records.len()];
+                    // SAFETY: as above.
+                    unsafe { again.register(r, d as u64) }.unwrap();
+                }
+                assert!(matches!(records[i].placement(), Placement::OnCpu(_)));
+                assert_eq!(again.stats().unwrap().threads, 1);
+                for d in 0..per_thread {
+                    again
+                        .unregister(&records[(i + 4 * d) % records.len()], d as u64)
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    registered.wait();
+    assert_eq!(dev.stats().unwrap().records, 4);
+    drop(Arc::into_inner(dev).expect("the threads dropped theirs"));
+    // The release let every record go before returning.
+    for r in &records[..4] {
+        assert_eq!(r.placement(), Placement::Untracked);
+    }
+    closed.wait();
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+#[test]
+#[ignore = "needs the prwlock_helper module (scripts/vm-test loads it)"]
+fn the_records_bound_holds_across_descriptors() {
+    let records = arena();
+    std::thread::spawn(move || {
+        let (a, b) = (Device::open().unwrap(), Device::open().unwrap());
+        let per_thread = a.records_per_thread() as usize;
+        assert!(per_thread < records.len());
+        // Half through each descriptor.
+        for (d, r) in records[..per_thread].iter().enumerate() {
+            let dev = if d % 2 == 0 { &a } else { &b };
+            // SAFETY: arena records, never freed.
+            unsafe { dev.register(r, d as u64) }.unwrap();
+        }
+        // SAFETY: as above.
+        let over = unsafe { b.register(&records[per_thread], 1000) };
+        assert!(matches!(over, Err(Error::TooManyRecords)), "{over:?}");
+        // A record of this thread's other descriptor.
+        // SAFETY: as above.
+        let twice = unsafe { b.register(&records[0], 1001) };
+        assert!(matches!(twice, Err(Error::AlreadyRegistered)), "{twice:?}");
+        // Open, register, close, many times: each new descriptor adopts
+        // the registration the last one left (no notifier piles up, no
+        // page stays pinned; the module must still unload at the end).
+        drop((a, b));
+        for round in 0..200u64 {
+            let dev = Device::open().unwrap();
+            // SAFETY: as above.
+            unsafe { dev.register(&records[(round % 8) as usize], round) }.unwrap();
+        }
+        assert_eq!(records[0].placement(), Placement::Untracked);
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+#[ignore = "needs the prwlock_helper module (scripts/vm-test loads it)"]
+fn a_record_outside_anonymous_memory_is_refused() {
+    let dev = Device::open().unwrap();
+    let path = c"/tmp/prwlock-record-file";
+    // SAFETY: plain file calls on our own path; the mappings are unmapped
+    // below and never handed out.
+    unsafe {
+        let fd = libc::open(
+            path.as_ptr(),
+            libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC,
+            0o600,
+        );
+        assert!(fd >= 0);
+        assert_eq!(libc::ftruncate(fd, 4096), 0);
+        for (flags, fd) in [
+            (libc::MAP_SHARED, fd),                       // a file's page
+            (libc::MAP_SHARED | libc::MAP_ANONYMOUS, -1), // shmem
+        ] {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                flags,
+                fd,
+                0,
+            );
+            assert_ne!(p, libc::MAP_FAILED);
+            let r = dev.register(p as *const Record, 5);
+            assert!(matches!(r, Err(Error::BadArgument)), "{r:?}");
+            assert_eq!(libc::munmap(p, 4096), 0);
+        }
+        libc::close(fd);
+        libc::unlink(path.as_ptr());
+    }
+}
