@@ -53,7 +53,10 @@
 //!   first takes its arrival back, with a CAS that subtracts `RINC` from
 //!   `rin` only while the writer bits are still its `w`
 //!   (`ReaderCounts::withdraw` in the shared reader side). Then it waits
-//!   for the bits to change and arrives anew. While the bits are `w`, the writer
+//!   for the bits to change, or for `wout` to move (the writer of `w` has
+//!   left: phases alternate, so the bits read `w` again once the writer
+//!   after next announces, and a reader that was off its CPU meanwhile
+//!   would otherwise sleep on), and arrives anew. While the bits are `w`, the writer
 //!   of `w` does not count the reader (it announced first) and no later
 //!   writer has announced (it would count the reader, and cannot finish
 //!   before the reader departs), so no writer waits for a withdrawn
@@ -62,9 +65,12 @@
 //!   descheduled: the writer waited about 50 µs for them to run again
 //!   (`writer_latency`, 16 threads: p50/p99 45/100 µs before, 0.1/0.3 µs
 //!   with it; `docs/restriction.md`). A reader withdraws at most
-//!   `MAX_WITHDRAWALS` (4) times per acquisition, so it waits for at most
-//!   5 writer phases; one that keeps its CPU waits for one, as in the
-//!   paper.
+//!   `MAX_WITHDRAWALS` (4) times per acquisition; after that it waits
+//!   counted, for one writer phase, as in the paper (and as a reader that
+//!   keeps its CPU does). What withdrawal gives up: the writers that run
+//!   while a withdrawn reader is off its CPU pass it, since it is counted
+//!   by none of them; it arrives again at most `MAX_WITHDRAWALS` times
+//!   after the writer it withdrew from leaves.
 //!
 //! The reader side (`rin`, `rout`) is shared with PF-Q (module
 //! `phase_fair`); its counters are 64 bits wide so that forgotten read
@@ -113,6 +119,7 @@
 //! The lock is not padded: put it in a [`CachePadded`](crate::CachePadded)
 //! if neighbours would share its line.
 
+use core::cell::Cell;
 use core::fmt;
 use core::marker::PhantomData;
 
@@ -179,15 +186,30 @@ impl<W: WaitPolicy> PfTicket<W> {
     fn read_wait(&self, mut w: u64) {
         let mut withdrawals_left = MAX_WITHDRAWALS;
         loop {
-            let mut withdrawn = false;
+            // `wout` when the reader withdrew: it moves when the writer of
+            // `w` leaves (module docs, "Withdrawal").
+            let withdrawn = Cell::new(None::<u32>);
             // Acquire: as above; the bits change only by the writer's Release
             // clear or by the next writer's announcement, which follows that
-            // clear in rin's modification order.
+            // clear in rin's modification order. `wout`: Acquire, as in
+            // `write_lock`; it only says when to arrive again.
             self.waiters.wait_until_or_retreat::<W>(
-                || self.readers.rin.load(Ordering::Acquire) & WBITS != w,
-                || withdrawn = self.readers.withdraw_within(w, &mut withdrawals_left),
+                || {
+                    self.readers.rin.load(Ordering::Acquire) & WBITS != w
+                        || withdrawn
+                            .get()
+                            .is_some_and(|s| self.wout.load(Ordering::Acquire) != s)
+                },
+                || {
+                    // Relaxed: compared only, before the withdrawal's CAS
+                    // that finds the bits still `w`.
+                    let served = self.wout.load(Ordering::Relaxed);
+                    if self.readers.withdraw_within(w, &mut withdrawals_left) {
+                        withdrawn.set(Some(served));
+                    }
+                },
             );
-            if !withdrawn {
+            if withdrawn.get().is_none() {
                 return;
             }
             // Withdrawn, and the writer of `w` has left: arrive anew.
@@ -501,6 +523,126 @@ mod tests {
             unsafe { l.unlock_exclusive(g) };
         }
         assert!(!l.is_locked());
+    }
+
+    /// A withdrawn reader that stays off its CPU while writers of both
+    /// phases pass arrives again once the writer it withdrew from has left:
+    /// it goes back to sleep at most `MAX_WITHDRAWALS` times before it gets
+    /// in. The writer (this thread) and the reader share one CPU, the
+    /// reader at `SCHED_IDLE`, so that it runs only while the writer
+    /// sleeps; each round the writer passes an A, B, A sequence of phases.
+    /// Without the `wout` check the reader slept through every round (the
+    /// bits read its `w` again): 10 of 10 (found in review).
+    #[test]
+    #[ignore = "pins two threads to one CPU, one at SCHED_IDLE: run alone (--ignored)"]
+    #[cfg(target_os = "linux")]
+    fn a_withdrawn_reader_arrives_again_after_its_writer_left() {
+        use std::sync::atomic::AtomicU32 as Counter;
+        use std::time::{Duration, Instant};
+
+        // SAFETY: plain affinity and scheduling calls on the calling
+        // thread, with a zeroed, then filled, `cpu_set_t`.
+        let cpu = unsafe {
+            let mut set: libc::cpu_set_t = core::mem::zeroed();
+            let size = core::mem::size_of::<libc::cpu_set_t>();
+            assert_eq!(libc::sched_getaffinity(0, size, &mut set), 0);
+            (0..libc::CPU_SETSIZE as usize)
+                .find(|&c| libc::CPU_ISSET(c, &set))
+                .unwrap()
+        };
+        let pin = || {
+            // SAFETY: as above.
+            unsafe {
+                let mut set: libc::cpu_set_t = core::mem::zeroed();
+                libc::CPU_SET(cpu, &mut set);
+                let size = core::mem::size_of::<libc::cpu_set_t>();
+                assert_eq!(libc::sched_setaffinity(0, size, &set), 0);
+            }
+        };
+        let status = |tid: u32| {
+            std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).unwrap_or_default()
+        };
+        let voluntary = |s: &str| -> u64 {
+            s.lines()
+                .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+                .map_or(0, |v| v.trim().parse().unwrap())
+        };
+        let l = PfTicket::<DefaultWait>::new();
+        let phases = Counter::new(0);
+        let got_in_at = Counter::new(u32::MAX);
+        let tid = Counter::new(0);
+        pin();
+        let mut g = l.lock_exclusive();
+        phases.fetch_add(1, Ordering::Relaxed);
+        let reparked = std::thread::scope(|s| {
+            s.spawn(|| {
+                pin();
+                // SAFETY: changes the calling thread's own policy.
+                unsafe {
+                    let p = libc::sched_param { sched_priority: 0 };
+                    assert_eq!(libc::sched_setscheduler(0, libc::SCHED_IDLE, &p), 0);
+                    tid.store(libc::gettid() as u32, Ordering::Relaxed);
+                }
+                // Withdraw at the first yield, as a reader on a shared CPU.
+                crate::wait::set_cpu_shared(true);
+                let r = l.lock_shared();
+                got_in_at.store(phases.load(Ordering::Relaxed), Ordering::Relaxed);
+                // SAFETY: the shared acquisition above.
+                unsafe { l.unlock_shared(r) };
+            });
+            // Until the reader got in, or is asleep again after `before`
+            // voluntary switches (then: their count now).
+            let asleep_again = |before: u64| -> Option<u64> {
+                let t0 = Instant::now();
+                loop {
+                    std::thread::sleep(Duration::from_millis(2));
+                    if got_in_at.load(Ordering::Relaxed) != u32::MAX {
+                        return None;
+                    }
+                    let t = tid.load(Ordering::Relaxed);
+                    let st = status(t);
+                    if t != 0 && st.contains("State:\tS") && voluntary(&st) > before {
+                        return Some(voluntary(&st));
+                    }
+                    assert!(
+                        t0.elapsed() < Duration::from_secs(20),
+                        "the reader never slept"
+                    );
+                }
+            };
+            let mut switches = asleep_again(0).expect("the reader waits for the writer");
+            assert_eq!(
+                l.readers.rin.load(Ordering::Relaxed) >> 8,
+                0,
+                "the reader withdrew"
+            );
+            let mut reparked = 0;
+            for _ in 0..10 {
+                // SAFETY: our exclusive acquisition, each time.
+                unsafe { l.unlock_exclusive(g) };
+                g = l.lock_exclusive();
+                phases.fetch_add(1, Ordering::Relaxed);
+                // SAFETY: as above.
+                unsafe { l.unlock_exclusive(g) };
+                g = l.lock_exclusive();
+                phases.fetch_add(1, Ordering::Relaxed);
+                match asleep_again(switches) {
+                    Some(n) => {
+                        switches = n;
+                        reparked += 1;
+                    }
+                    None => break,
+                }
+            }
+            // SAFETY: as above.
+            unsafe { l.unlock_exclusive(g) };
+            reparked
+        });
+        assert_ne!(got_in_at.load(Ordering::Relaxed), u32::MAX);
+        assert!(
+            reparked <= MAX_WITHDRAWALS,
+            "the reader went back to sleep {reparked} times"
+        );
     }
 }
 
