@@ -74,11 +74,26 @@ impl PassiveQueue {
         }
     }
 
-    /// Threads in the queue, the standby included (a snapshot).
+    /// Threads in the queue, the standby included (a snapshot: a tail and
+    /// a head of one moment, never more threads than there are).
     pub(super) fn len(&self) -> u32 {
-        // Relaxed: a snapshot.
-        let tail = self.tail.load(Ordering::Relaxed);
-        tail.wrapping_sub(self.head.load(Ordering::Relaxed))
+        // The same tail before and after the head: no thread joined in
+        // between, so the count is one the queue held. (A tail read alone
+        // before the head can be overtaken by it, and the difference wraps
+        // to about 4 billion: found in review.) Acquire on `head` pairs
+        // with `hand_over`'s Release store, which follows the served
+        // thread's `fetch_add` of `tail`: the tail read after it is no
+        // smaller than the head, so the difference does not wrap. Acquire
+        // on `tail`: keeps the reads in this order.
+        let mut tail = self.tail.load(Ordering::Acquire);
+        loop {
+            let head = self.head.load(Ordering::Acquire);
+            let again = self.tail.load(Ordering::Acquire);
+            if again == tail {
+                return tail.wrapping_sub(head);
+            }
+            tail = again;
+        }
     }
 
     /// Takes a ticket and sleeps until it is served; returns it (the
@@ -208,6 +223,37 @@ mod tests {
             assert_eq!(q.len(), 0);
             assert_eq!(served.load(Ordering::Relaxed), rounds * threads);
         }
+    }
+
+    /// `len` while 4 threads pass through the queue never says more than 4
+    /// (before: 4294967295, a head read past the tail read before it).
+    #[test]
+    fn len_never_exceeds_the_threads_queued() {
+        const THREADS: u32 = 4;
+        let q = Arc::new(PassiveQueue::new());
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let passers: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let (q, stop) = (q.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        let t = q.join();
+                        q.hand_over(t);
+                    }
+                })
+            })
+            .collect();
+        let t0 = std::time::Instant::now();
+        let (mut most, mut samples) = (0, 0u64);
+        while t0.elapsed() < Duration::from_millis(500) {
+            most = most.max(q.len());
+            samples += 1;
+        }
+        stop.store(true, Ordering::Relaxed);
+        for p in passers {
+            p.join().unwrap();
+        }
+        assert!(most <= THREADS, "len() said {most} ({samples} samples)");
     }
 }
 
