@@ -11,7 +11,10 @@ use crate::{Target, Tracked};
 
 /// A value that covers a half-open range of `u64` keys (pages, offsets,
 /// addresses). It is a logic error for the range to change while the item
-/// is a member of an [`IntervalSet`] (removal then panics).
+/// is a member of an [`IntervalSet`]: queries may then miss or wrongly
+/// report that item, and its removal panics if its start changed. The
+/// other members are not affected (the set keeps each member's length as
+/// it was inserted).
 pub trait Ranged {
     /// The keys covered, `start..end`; empty when `start >= end`.
     fn range(&self) -> Range<u64>;
@@ -49,10 +52,16 @@ impl Ranged for Range<u64> {
 /// });
 /// ```
 pub struct IntervalSet<T> {
-    by_start: BTreeMap<(u64, usize), Arc<Tracked<T>>>,
+    /// Members, with their length when inserted (a range whose end
+    /// changed meanwhile must still take its own length out of `lengths`,
+    /// not another member's: found in review).
+    by_start: BTreeMap<(u64, usize), Member<T>>,
     /// Member length -> how many members have it.
     lengths: BTreeMap<u64, usize>,
 }
+
+/// A member and its length when inserted.
+type Member<T> = (Arc<Tracked<T>>, u64);
 
 impl<T: Ranged> Default for IntervalSet<T> {
     fn default() -> Self {
@@ -95,7 +104,7 @@ impl<T: Ranged> IntervalSet<T> {
 
     /// The members in order of their range's start.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<Tracked<T>>> + '_ {
-        self.by_start.values()
+        self.by_start.values().map(|(item, _)| item)
     }
 
     /// The members whose range shares at least one key with `keys`, in order
@@ -109,7 +118,7 @@ impl<T: Ranged> IntervalSet<T> {
         };
         self.by_start
             .range((lo, 0)..(hi, 0))
-            .map(|(_, item)| item)
+            .map(|(_, (item, _))| item)
             .filter(move |item| {
                 let r = item.get().range();
                 r.start < r.end && r.start < keys.end && keys.start < r.end
@@ -131,7 +140,7 @@ impl<T: Ranged> Target for IntervalSet<T> {
 
     fn apply_insert(&mut self, item: Arc<Tracked<T>>) {
         let (k, len) = key(&item);
-        let previous = self.by_start.insert(k, item);
+        let previous = self.by_start.insert(k, (item, len));
         assert!(
             previous.is_none(),
             "ldu::IntervalSet: apply_insert of a member (log invariant broken)"
@@ -140,12 +149,12 @@ impl<T: Ranged> Target for IntervalSet<T> {
     }
 
     fn apply_remove(&mut self, item: Arc<Tracked<T>>) {
-        let (k, len) = key(&item);
-        if self.by_start.remove(&k).is_none() {
+        let (k, _) = key(&item);
+        let Some((_, len)) = self.by_start.remove(&k) else {
             panic!(
                 "ldu::IntervalSet: apply_remove of a non-member (log invariant broken, or the item's range changed while a member)"
             );
-        }
+        };
         match self.lengths.get_mut(&len) {
             Some(n) if *n > 1 => *n -= 1,
             _ => {
@@ -158,7 +167,7 @@ impl<T: Ranged> Target for IntervalSet<T> {
 impl<T: fmt::Debug> fmt::Debug for IntervalSet<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list()
-            .entries(self.by_start.values().map(|it| it.get()))
+            .entries(self.by_start.values().map(|(it, _)| it.get()))
             .finish()
     }
 }
@@ -242,5 +251,30 @@ mod tests {
     fn target_checks_the_log_invariant() {
         let (mut s, items) = set(&[1..2, 5..6]);
         s.apply_insert(items[0].clone());
+    }
+
+    /// A member whose end changed (a logic error) is removed with the
+    /// length it was inserted with: the other members stay found. Before,
+    /// the removal took the other member's length out, and `stabbing(140)`
+    /// missed it.
+    #[test]
+    fn a_changed_end_does_not_hide_another_member() {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        struct Span(u64, AtomicU64);
+        impl Ranged for Span {
+            fn range(&self) -> Range<u64> {
+                self.0..self.1.load(Ordering::Relaxed)
+            }
+        }
+        let mut s = IntervalSet::new();
+        let a = Arc::new(Tracked::new(Span(0, AtomicU64::new(5))));
+        let b = Arc::new(Tracked::new(Span(50, AtomicU64::new(150))));
+        s.apply_insert(a.clone());
+        s.apply_insert(b.clone());
+        assert_eq!(s.stabbing(140).count(), 1);
+        a.1.store(100, Ordering::Relaxed);
+        s.apply_remove(a);
+        assert_eq!(s.len(), 1);
+        assert_eq!(s.stabbing(140).count(), 1);
     }
 }

@@ -449,8 +449,11 @@ impl<S: Target, R: RawRwLock> Ldu<S, R> {
     }
 
     /// Applies every pending operation to the target (paper Fig. 3
-    /// `synchronize_ldu`), under the write lock. Returns at once, without
-    /// the lock, when the log is empty.
+    /// `synchronize_ldu`), under the write lock. On return, every operation
+    /// linked before the call is in the target. When the log is empty it
+    /// returns empty stats without the write lock; if another thread's
+    /// synchronize is still applying what it took, it first waits for that
+    /// (taking the read lock once).
     ///
     /// # Panics
     /// If the target's `apply_*` panics, the panic propagates. The entry
@@ -471,6 +474,15 @@ impl<S: Target, R: RawRwLock> Ldu<S, R> {
         // Acquire: pairs with the pushes' Release CAS (see `drain`'s own
         // Acquire; this one is only the empty check).
         if self.head.load(Ordering::Acquire) == 0 {
+            // A drain that took the entries linked before this call may
+            // still be applying them, under the write lock: wait for it, as
+            // `read` does. (It locked before its swap, which released, and
+            // the load above read that swap or later, so the lock's word
+            // reads locked until it is done.) Without this, the caller's
+            // operations might not be in the target yet (found in review).
+            if self.inner.is_locked_exclusive() {
+                drop(self.inner.read());
+            }
             return SyncStats::default();
         }
         let mut inner = self.write();
@@ -576,7 +588,13 @@ impl<S: Target, R: RawRwLock> Ldu<S, R> {
             p = next;
         }
         let mut rest = Remaining::<S, R> { log: self, chain };
-        let mut stats = SyncStats::default();
+        let Inner { target, totals } = inner;
+        // Counted into the totals even if the target (or an item's `Drop`)
+        // panics part way: the entries applied so far stay counted.
+        let mut stats = Tally {
+            totals,
+            now: SyncStats::default(),
+        };
         while rest.chain != 0 {
             let p = rest.chain;
             let op = Op::from_tag(p);
@@ -606,24 +624,23 @@ impl<S: Target, R: RawRwLock> Ldu<S, R> {
                 })
                 .unwrap_or_else(|s| s);
             debug_assert_ne!(before & exist(op), 0, "ldu: a log entry without EXIST");
-            stats.entries += 1;
+            stats.now.entries += 1;
             if before & mark(op) != 0 {
                 match op {
                     Op::Insert => {
-                        stats.inserted += 1;
-                        inner.target.apply_insert(item);
+                        stats.now.inserted += 1;
+                        target.apply_insert(item);
                     }
                     Op::Remove => {
-                        stats.removed += 1;
-                        inner.target.apply_remove(item);
+                        stats.now.removed += 1;
+                        target.apply_remove(item);
                     }
                 }
             } else {
-                stats.cancelled += 1;
+                stats.now.cancelled += 1;
             }
         }
-        inner.totals.add(&stats);
-        stats
+        stats.now
     }
 }
 
@@ -685,6 +702,46 @@ fn wrong_log() -> ! {
     panic!("ldu: this Tracked item belongs to another Ldu log (an item takes part in one log)")
 }
 
+/// One drain's counts, added to the log's totals when it ends, by return
+/// or by a panic of the target or of an item's `Drop`.
+struct Tally<'a> {
+    totals: &'a mut SyncStats,
+    now: SyncStats,
+}
+
+impl Drop for Tally<'_> {
+    fn drop(&mut self) {
+        self.totals.add(&self.now);
+    }
+}
+
+/// Releases the log's strong counts of the entries of `chain` (linked by
+/// their entry links); if an item's `Drop` panics, the rest are still
+/// released while the panic unwinds (a second panic aborts, as in `Vec`).
+///
+/// # Safety
+/// The entries must be taken out of the log by the caller, each taken over
+/// once, here.
+unsafe fn release_chain<T>(mut chain: usize) {
+    /// The entries after the one being dropped.
+    struct Rest<T>(usize, PhantomData<T>);
+    impl<T> Drop for Rest<T> {
+        fn drop(&mut self) {
+            // SAFETY: the caller's entries, not yet released.
+            unsafe { release_chain::<T>(self.0) }
+        }
+    }
+    while chain != 0 {
+        // Relaxed: ordered by the caller's taking of the chain.
+        let next = entry_link::<T>(chain).load(Ordering::Relaxed);
+        let rest = Rest::<T>(next, PhantomData);
+        // SAFETY: the caller's entry, taken over once, here.
+        drop(unsafe { take_entry::<T>(chain) });
+        mem::forget(rest);
+        chain = next;
+    }
+}
+
 /// Entries a synchronize has taken but not applied yet. Dropped with a
 /// non-empty chain only when the target panicked: the entries go back into
 /// the log (bits intact), for the next synchronize.
@@ -720,14 +777,10 @@ impl<S: Target, R: RawRwLock> Drop for Ldu<S, R> {
         // `&mut self`: no operation is in flight, every claimed node is
         // linked. Release the log's strong counts.
         // Acquire: pairs with the pushes' Release CAS.
-        let mut p = self.head.swap(0, Ordering::Acquire);
-        while p != 0 {
-            // Relaxed: ordered by the exchange.
-            let next = entry_link::<S::Item>(p).load(Ordering::Relaxed);
-            // SAFETY: taken out of the log once, here (see `drain`).
-            drop(unsafe { take_entry::<S::Item>(p) });
-            p = next;
-        }
+        let p = self.head.swap(0, Ordering::Acquire);
+        // SAFETY: taken out of the log once, here (see `drain`). An item's
+        // `Drop` that panics does not leak the others (found in review).
+        unsafe { release_chain::<S::Item>(p) };
     }
 }
 

@@ -168,34 +168,55 @@ impl<T: Ord + Clone> Target for OrderedSet<T> {
     }
 
     fn apply_remove(&mut self, item: Arc<Tracked<T>>) {
-        // One search in the usual case (the only member with its value).
-        let Some((value, first)) = self.firsts.remove_entry(item.get()) else {
-            missing()
-        };
-        if Arc::ptr_eq(&first, &item) {
-            // The next equal, if any, becomes the first.
-            if let Some(later) = self.later.get_mut(&value) {
-                let next = later.remove(0);
-                if later.is_empty() {
-                    self.later.remove(&value);
-                }
-                self.firsts.insert(value, next);
-            }
-        } else {
-            // One search of the second map: find the member and remove it.
-            let later = self.later.get_mut(&value);
-            let Some((later, i)) = later.and_then(|later| {
-                let i = later.iter().position(|m| Arc::ptr_eq(m, &item))?;
-                Some((later, i))
-            }) else {
-                self.firsts.insert(value, first);
+        // Every comparison (the user's `Ord`, which may panic) comes before
+        // the first change, so a panic leaves the set as it was. (Before, a
+        // panic between taking the first member out and putting it back
+        // lost that member, which need not be the item removed: found in
+        // review.) One map operation changes the set: each BTreeMap
+        // operation compares before it changes anything.
+        if self.later.is_empty() {
+            // The usual case, one search: no member shares a value, so the
+            // item is a member only as the first of its value.
+            let Some((value, first)) = self.firsts.remove_entry(item.get()) else {
                 missing()
             };
-            later.remove(i);
-            if later.is_empty() {
-                self.later.remove(&value);
+            if !Arc::ptr_eq(&first, &item) {
+                self.firsts.insert(value, first);
+                missing()
             }
-            self.firsts.insert(value, first);
+        } else {
+            let Entry::Occupied(mut first) = self.firsts.entry(item.get().clone()) else {
+                missing()
+            };
+            let later = match self.later.entry(item.get().clone()) {
+                Entry::Occupied(later) => Some(later),
+                Entry::Vacant(_) => None,
+            };
+            // No comparison from here on.
+            if Arc::ptr_eq(first.get(), &item) {
+                match later {
+                    // The next equal becomes the first.
+                    Some(mut later) => {
+                        let next = later.get_mut().remove(0);
+                        if later.get().is_empty() {
+                            later.remove();
+                        }
+                        *first.get_mut() = next;
+                    }
+                    None => {
+                        first.remove();
+                    }
+                }
+            } else {
+                let Some(mut later) = later else { missing() };
+                let Some(i) = later.get().iter().position(|m| Arc::ptr_eq(m, &item)) else {
+                    missing()
+                };
+                later.get_mut().remove(i);
+                if later.get().is_empty() {
+                    later.remove();
+                }
+            }
         }
         self.len -= 1;
     }
@@ -402,5 +423,70 @@ mod tests {
     fn target_checks_the_log_invariant() {
         let mut s = OrderedSet::new();
         s.apply_remove(Arc::new(Tracked::new(1)));
+    }
+
+    /// A comparator that panics at any one of a removal's comparisons
+    /// leaves the set as it was: both members of the shared value still
+    /// there, `len` agreeing with `iter`. Before, a panic after the first
+    /// member was taken out lost it (member `a` below, when removing `b`).
+    #[test]
+    fn a_panicking_comparator_leaves_the_set_as_it_was() {
+        use std::cell::Cell;
+        use std::cmp::Ordering as CmpOrdering;
+        use std::panic::{AssertUnwindSafe, catch_unwind};
+        thread_local! {
+            /// n > 0: the n-th comparison from now panics.
+            static PANIC_AT: Cell<usize> = const { Cell::new(0) };
+        }
+        #[derive(Clone, Debug)]
+        struct Key(u32);
+        impl Ord for Key {
+            fn cmp(&self, other: &Self) -> CmpOrdering {
+                let n = PANIC_AT.get();
+                if n > 0 {
+                    PANIC_AT.set(n - 1);
+                    assert_ne!(n, 1, "the comparator panics");
+                }
+                self.0.cmp(&other.0)
+            }
+        }
+        impl PartialOrd for Key {
+            fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
+                Some(self.cmp(other))
+            }
+        }
+        impl PartialEq for Key {
+            fn eq(&self, other: &Self) -> bool {
+                self.cmp(other) == CmpOrdering::Equal
+            }
+        }
+        impl Eq for Key {}
+
+        let mut panics = 0;
+        for remove_first in [false, true] {
+            for at in 1..64 {
+                let mut s = OrderedSet::new();
+                let items: Vec<_> = [1, 5, 5, 9]
+                    .into_iter()
+                    .map(|v| Arc::new(Tracked::new(Key(v))))
+                    .collect();
+                items.iter().for_each(|it| s.apply_insert(it.clone()));
+                let gone = &items[if remove_first { 1 } else { 2 }];
+                PANIC_AT.set(at);
+                let r = catch_unwind(AssertUnwindSafe(|| s.apply_remove(gone.clone())));
+                PANIC_AT.set(0);
+                let left: Vec<_> = items
+                    .iter()
+                    .filter(|it| r.is_err() || !Arc::ptr_eq(it, gone))
+                    .collect();
+                panics += usize::from(r.is_err());
+                assert_eq!(s.len(), left.len(), "panic at comparison {at}");
+                assert_eq!(s.iter().count(), left.len(), "panic at comparison {at}");
+                for it in left {
+                    assert!(s.contains(it), "panic at comparison {at}: a member is gone");
+                }
+            }
+        }
+        assert!(panics > 2, "the comparator panicked inside a removal");
     }
 }

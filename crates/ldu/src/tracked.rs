@@ -41,7 +41,7 @@
 //! same time, so it can keep the marks in separate words. This library takes
 //! no such promise from its callers: every logical operation is one
 //! compare-and-swap on this word, which orders concurrent operations on one
-//! item (each takes effect at its CAS) and keeps two invariants:
+//! item (each takes effect at its CAS) and keeps three invariants:
 //!
 //! - at most one of the two marks is set;
 //! - `MARK[insert]` implies `MEMBER`, `MARK[remove]` implies not `MEMBER`;
