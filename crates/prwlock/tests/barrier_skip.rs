@@ -199,25 +199,36 @@ fn rcu_a_busy_reader_reports_and_spares_the_barrier() {
     while sections.load(Ordering::Relaxed) < 10_000 {
         std::thread::yield_now();
     }
-    let before = D.stats();
+    // Up to 5 attempts: on a loaded host (a VM whose virtual CPUs the host
+    // deschedules, where the guest still sees the reader on its CPU) every
+    // round of an attempt can pay (400 of 400 once, in the 2-node VM while
+    // the host ran builds). Without the report every round of every
+    // attempt pays.
     let rounds = 400;
-    for _ in 0..rounds {
-        // Each round while the reader is seen running (it may still be
-        // descheduled right after; a round then pays the barrier).
-        let seen = sections.load(Ordering::Relaxed);
-        while sections.load(Ordering::Relaxed) < seen + 50 {
-            std::thread::yield_now();
+    let mut tries = Vec::new();
+    for _ in 0..5 {
+        let before = D.stats();
+        for _ in 0..rounds {
+            // Each round while the reader is seen running (it may still be
+            // descheduled right after; a round then pays the barrier).
+            let seen = sections.load(Ordering::Relaxed);
+            while sections.load(Ordering::Relaxed) < seen + 50 {
+                std::thread::yield_now();
+            }
+            D.synchronize();
         }
-        D.synchronize();
+        let barriers = D.stats().heavy_barriers - before.heavy_barriers;
+        eprintln!("{barriers} heavy barriers in {rounds} rounds");
+        tries.push(barriers);
+        if barriers < rounds / 2 {
+            break;
+        }
     }
     stop.store(true, Ordering::Relaxed);
     reader.join().unwrap();
-    let after = D.stats();
-    let barriers = after.heavy_barriers - before.heavy_barriers;
-    eprintln!("{barriers} heavy barriers in {rounds} rounds");
     assert!(
-        barriers < rounds / 2,
-        "{barriers} of {rounds} rounds needed a heavy barrier"
+        tries.iter().any(|&b| b < rounds / 2),
+        "heavy barriers in each attempt of {rounds} rounds: {tries:?}"
     );
 }
 
