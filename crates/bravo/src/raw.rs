@@ -749,6 +749,9 @@ fn window<P: Policy>(cost: u64, exp: i32) -> u64 {
 /// Waits until no slot holds `lock` (l. 42-44). With `Patience::Scan`,
 /// returns `false` at the first slot that does.
 fn scan<P: Policy>(table: &Table, lock: usize, patience: Patience) -> bool {
+    // One backoff for the whole scan: its spins and its yield are spent
+    // once, then it sleeps (see `wait`).
+    let mut backoff = wait::Sleeper::new();
     for block in table.blocks() {
         if P::BLOCK_SCAN {
             // One branch per 16 slots: the common case is a table with no
@@ -765,7 +768,6 @@ fn scan<P: Policy>(table: &Table, lock: usize, patience: Patience) -> bool {
             // Acquire: pairs with the fast reader's Release unlock (its
             // critical section happens before the writer's).
             if slot.load(Ordering::Acquire) == lock {
-                let mut backoff = wait::Sleeper::new();
                 // Acquire: as above.
                 while slot.load(Ordering::Acquire) == lock {
                     let Some(left) = patience.left() else {
