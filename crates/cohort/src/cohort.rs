@@ -12,7 +12,9 @@
 //!   hand-offs happened, mark the global lock `passed` and release only the
 //!   local lock: the successor owns the cohort without touching the global
 //!   lock (whose line, and the critical section's data, stay in the node's
-//!   caches). Otherwise release the global lock, then the local one.
+//!   caches). Otherwise release the local lock, then the global one (the
+//!   paper releases the global one first; this order leaves the node array
+//!   untouched once the lock is free: see `unlock`).
 //!
 //! The global lock's ticket travels with the local lock in the node's entry
 //! (`token`); `passed`, `token` and `handoffs` are only touched by the local
@@ -405,12 +407,18 @@ impl<G: GlobalLock, L: LocalLock> Cohort<G, L> {
             local.handoffs.store(0, Ordering::Relaxed);
             local.passed.store(false, Ordering::Relaxed);
             let global = local.token.load(Ordering::Relaxed);
-            // Global first: once the local lock is free its next owner reads
-            // `passed`/`token`, which must be final by then.
-            // SAFETY: this node holds the global lock with `global`.
-            unsafe { self.global.release(global) };
+            // Local first, global last: `passed` and `token` are final (the
+            // local lock's next owner reads `passed == false` and queues at
+            // the global lock behind this release), and once the global
+            // lock is free the whole lock is (`is_locked` reads the global
+            // lock), so nothing of the node array may be touched after it:
+            // a C program may destroy and free the lock as soon as another
+            // thread acquires and releases it (found in review: this
+            // release wrote the freed node array through the preload shim).
             // SAFETY: we hold the local lock with `ticket`.
             unsafe { local.lock.release(ticket) };
+            // SAFETY: this node holds the global lock with `global`.
+            unsafe { self.global.release(global) };
         }
     }
 
