@@ -123,6 +123,16 @@
 //!   threads may rely on) answers `EPERM` and leaves the lock held.
 //! - **glibc's `__pthread_rwlock_*` names** (binaries linked against old
 //!   libpthreads) are interposed too (`glibc_aliases_every_family`).
+//! - **A lock destroyed right after its unlock**: POSIX lets a program
+//!   destroy and free an unlocked lock while the thread that released it
+//!   may still be inside `pthread_rwlock_unlock` (another thread took and
+//!   released the lock meanwhile). The families touch their lock after the
+//!   change that frees it (a waiter count, a wake), so each unlock names its
+//!   lock in a record of its thread for its duration (two stores) and
+//!   `destroy` waits until no record names it (module `releasing`). Found
+//!   in review on 2026-11-27: a cohort release wrote the freed node array;
+//!   `destroy_after_unlock.rs` checks with an allocator that poisons freed
+//!   blocks.
 //! - **A lock destroyed while held**: `destroy` answers `EBUSY` and the lock
 //!   stays as it was. A lock of an out-of-line family that is never
 //!   destroyed (a static one, or memory freed without `destroy`, as
@@ -154,6 +164,8 @@ pub mod family;
 #[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
 mod glibc;
 pub mod held;
+#[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+pub mod releasing;
 #[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
 pub mod shim;
 

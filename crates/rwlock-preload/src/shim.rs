@@ -39,7 +39,7 @@
 //!   itself); another thread compares it with its own key, which it can
 //!   only find there if it stored it.
 
-use crate::held;
+use crate::{held, releasing};
 use libc::{
     EBUSY, EDEADLK, EINVAL, ENOMEM, EPERM, ETIMEDOUT, c_int, clockid_t, pthread_rwlock_t, timespec,
 };
@@ -518,6 +518,9 @@ pub unsafe fn unlock<L: PreloadLock>(rw: *mut pthread_rwlock_t) -> c_int {
         // SAFETY: installed by this family and not destroyed.
         unsafe { &*p.cast::<Shim<L>>() }
     };
+    // Until this call returns, a destroy of the lock waits (the family's
+    // release touches the lock after the change that frees it).
+    let _releasing = releasing::begin(s.addr());
     held::with(|held, me| {
         if let Some(at) = held.position(s.addr()) {
             let hold = held.at(at);
@@ -563,6 +566,7 @@ pub unsafe fn destroy<L: PreloadLock>(rw: *mut pthread_rwlock_t) -> c_int {
         if s.writer.load(Ordering::Relaxed) != 0 || s.lock.is_locked() {
             return EBUSY;
         }
+        releasing::wait_released(s.addr());
         // not held, and the program promises no further use until
         // `init`; dropped in place, then back to the all-zero bytes.
         // SAFETY: as the lines above say.
@@ -583,6 +587,7 @@ pub unsafe fn destroy<L: PreloadLock>(rw: *mut pthread_rwlock_t) -> c_int {
     if s.writer.load(Ordering::Relaxed) != 0 || s.lock.is_locked() {
         return EBUSY;
     }
+    releasing::wait_released(s.addr());
     // Relaxed: POSIX leaves a destroyed lock unusable until re-initialised,
     // which happens-after this call in any correct program.
     w.store(ptr::null_mut(), Ordering::Relaxed);
