@@ -1,10 +1,13 @@
 //! NUMA-aware cohort locks (Calciu, Dice, Lev, Luchangco, Marathe & Shavit,
 //! "NUMA-Aware Reader-Writer Locks", PPoPP 2013).
 //!
-//! Writers batch per NUMA node through a **cohort mutex**; readers touch
+//! Writers batch per NUMA node through a **cohort mutex**; readers write
 //! only their own node's **read indicator**. On a multi-socket machine a
-//! read then never moves a cache line between sockets, and a run of writes
-//! from one node keeps the lock and the data in that node's caches.
+//! read then writes no cache line that another socket's readers write (it
+//! still reads the writer-side lines, which a writer on another node
+//! changes, so reads beside writes do take cross-socket misses), and a run
+//! of writes from one node keeps the lock and the data in that node's
+//! caches.
 //!
 //! | type | what it is | paper |
 //! | --- | --- | --- |
@@ -13,7 +16,7 @@
 //! | [`CRwRp`] = [`ReaderPref`] | readers first; writers back off, RBarrier when impatient | Section 3.3, Figure 4 |
 //! | [`CRwRpOpt`] = [`ReaderPrefOpt`] | reader preference with the `WActive` flag | Section 3.3 (the loop) |
 //! | [`CRwWp`] = [`WriterPref`] | writers first; readers back off, WBarrier when impatient | Section 3.4, Figure 5 |
-//! | [`DrTicket`] = [`WriterPref`]`<`[`TicketLock`]`>` | DR-MCS, the paper's control: distributed readers, a plain FIFO lock for writers | Section 3.5 |
+//! | [`DrTicket`] = [`WriterPref`]`<`[`Restricted`]`<`[`TicketLock`]`>, `[`IngressEgress`]`>` | DR-MCS, the paper's control: distributed readers, a plain FIFO lock for writers | Section 3.5 |
 //!
 //! **Robust by default.** The reader-writer aliases above and [`Mutex`]
 //! put their writer mutex behind [`Restricted`] (GCR concurrency
