@@ -299,11 +299,6 @@ impl Gate {
     /// `acquire`, then engages the gate if its wait went deep.
     #[inline(always)]
     fn watched<G>(&self, acquire: impl FnOnce() -> G) -> G {
-        // A deep wait of this thread elsewhere since its last check (another
-        // lock's read side, say) is not this lock's: forget it, so that an
-        // uncontended acquisition here does not engage the gate (found in
-        // review: a C-RW-WP reader's wait engaged the next mutex's gate).
-        let _ = wait::take_deep_wait();
         let g = acquire();
         if wait::take_deep_wait() {
             self.engage();

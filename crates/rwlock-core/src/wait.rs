@@ -381,8 +381,10 @@ std::thread_local! {
 /// deep when the thread it waits for does not finish within a few
 /// microseconds: its critical section is long, or it is not running,
 /// which is the rule when threads outnumber cores.
-/// [`Restricted`](crate::Restricted) clears it before an acquisition that
-/// may wait and reads it after, to decide whether to restrict concurrency.
+/// [`Restricted`](crate::Restricted) reads it after each acquisition to
+/// decide whether to restrict concurrency (a deep wait in another lock
+/// since the last check counts too: a false alarm costs one engagement,
+/// which then lapses).
 #[inline(always)]
 pub fn take_deep_wait() -> bool {
     DEEP_WAIT.with(|d| {
