@@ -778,8 +778,9 @@ impl<S: Target, R: RawRwLock> Drop for Ldu<S, R> {
         // linked. Release the log's strong counts.
         // Acquire: pairs with the pushes' Release CAS.
         let p = self.head.swap(0, Ordering::Acquire);
-        // SAFETY: taken out of the log once, here (see `drain`). An item's
-        // `Drop` that panics does not leak the others (found in review).
+        // An item's `Drop` that panics does not leak the others (found in
+        // review).
+        // SAFETY: taken out of the log once, here (see `drain`).
         unsafe { release_chain::<S::Item>(p) };
     }
 }

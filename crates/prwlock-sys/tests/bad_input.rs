@@ -387,8 +387,8 @@ fn the_records_bound_holds_across_descriptors() {
 fn a_record_outside_anonymous_memory_is_refused() {
     let dev = Device::open().unwrap();
     let path = c"/tmp/prwlock-record-file";
-    // SAFETY: plain file calls on our own path; the mappings are unmapped
-    // below and never handed out.
+    // The mappings are unmapped below and never handed out.
+    // SAFETY: plain file calls on our own path.
     unsafe {
         let fd = libc::open(
             path.as_ptr(),

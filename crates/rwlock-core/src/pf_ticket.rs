@@ -540,8 +540,8 @@ mod tests {
         use std::sync::atomic::AtomicU32 as Counter;
         use std::time::{Duration, Instant};
 
-        // SAFETY: plain affinity and scheduling calls on the calling
-        // thread, with a zeroed, then filled, `cpu_set_t`.
+        // A zeroed, then filled, `cpu_set_t`.
+        // SAFETY: plain affinity calls on the calling thread.
         let cpu = unsafe {
             let mut set: libc::cpu_set_t = core::mem::zeroed();
             let size = core::mem::size_of::<libc::cpu_set_t>();

@@ -270,9 +270,9 @@ pub fn records() -> usize {
 fn register_fork_handler() {
     static REGISTERED: AtomicBool = AtomicBool::new(false);
     if !REGISTERED.swap(true, Ordering::Relaxed) {
-        // SAFETY: registers a plain function; the result only says whether
-        // memory ran out (then a child may wait on a stale entry: the
-        // same as before this module existed, and no worse).
+        // The result only says whether memory ran out (then a child may
+        // wait on a stale entry: no worse than before this module existed).
+        // SAFETY: registers a plain function.
         unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
     }
 }

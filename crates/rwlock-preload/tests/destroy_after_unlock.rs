@@ -100,8 +100,9 @@ fn rounds<L: PreloadLock>(rounds: usize) {
             s.spawn(move || {
                 pin(0);
                 let rw = at as *mut libc::pthread_rwlock_t;
-                // SAFETY: the lock lives until B destroys it, after this
-                // thread's unlock began (which B waits for).
+                // The lock lives until B destroys it, after this thread's
+                // unlock began (which B's destroy waits for).
+                // SAFETY: so `rw` is a live lock for these calls.
                 unsafe {
                     assert_eq!(shim::write::<L>(rw, shim::Wait::Block), 0);
                     held.send(()).unwrap();
