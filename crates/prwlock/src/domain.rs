@@ -621,8 +621,9 @@ impl Domain {
     /// lock of the domain stays the paper's passive lock, whatever its
     /// writes cost: for measurement, and for tests that count barriers.
     /// Takes effect at each lock's next passive-mode write; a lock already
-    /// in active mode leaves it at its next write or its readers' next clock
-    /// check.
+    /// in active mode leaves it at its next write, or when the mode's time
+    /// runs out (at most `N × B` later: its readers' clock checks look at
+    /// the time only, not at this setting).
     pub fn set_write_heavy_mode(&self, allowed: bool) {
         // Relaxed: a setting; a write that misses a change behaves as before
         // it, which is correct either way.

@@ -22,9 +22,10 @@
 //! counter-based lock, and writers need no heavy barrier at all. While
 //! writes keep arriving within `N × B` of each other the mode stays, but
 //! for at most [`PROBE_MULTIPLIER`]` × B` after it began; then it ends and
-//! passive reading is tried (and measured) again. A write that needed no
-//! heavy barrier (its readers reported the version) never starts the mode,
-//! so one or two threads with a core each keep the paper's lock.
+//! passive reading is tried (and measured) again. Only a write that paid a
+//! heavy barrier sets the window: a write whose readers reported the
+//! version starts the mode only within `N × B` of such a write, so one or
+//! two threads with a core each keep the paper's lock.
 //!
 //! The bound is BRAVO's: in passive mode the heavy barriers take at most
 //! about `1 / N` of the time, because writes closer together than that
