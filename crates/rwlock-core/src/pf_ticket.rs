@@ -540,25 +540,9 @@ mod tests {
         use std::sync::atomic::AtomicU32 as Counter;
         use std::time::{Duration, Instant};
 
-        // A zeroed, then filled, `cpu_set_t`.
-        // SAFETY: plain affinity calls on the calling thread.
-        let cpu = unsafe {
-            let mut set: libc::cpu_set_t = core::mem::zeroed();
-            let size = core::mem::size_of::<libc::cpu_set_t>();
-            assert_eq!(libc::sched_getaffinity(0, size, &mut set), 0);
-            (0..libc::CPU_SETSIZE as usize)
-                .find(|&c| libc::CPU_ISSET(c, &set))
-                .unwrap()
-        };
-        let pin = || {
-            // SAFETY: as above.
-            unsafe {
-                let mut set: libc::cpu_set_t = core::mem::zeroed();
-                libc::CPU_SET(cpu, &mut set);
-                let size = core::mem::size_of::<libc::cpu_set_t>();
-                assert_eq!(libc::sched_setaffinity(0, size, &set), 0);
-            }
-        };
+        use crate::topology::tests::{allowed_cpus, pin_to};
+        let cpu = allowed_cpus()[0];
+        let pin = || pin_to(cpu);
         let status = |tid: u32| {
             std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).unwrap_or_default()
         };

@@ -164,7 +164,7 @@ mod sysfs;
 pub use spec::parse_cpulist;
 
 #[cfg(all(test, not(loom)))]
-mod tests;
+pub(crate) mod tests;
 
 pub use current::{
     CPU_REFRESH_INTERVAL, current_cpu, current_cpu_uncached, current_node, refresh_current_cpu,

@@ -623,9 +623,9 @@ fn machine_sysfs() -> Option<Topology> {
     Topology::from_sysfs(Path::new("/sys/devices/system")).ok()
 }
 
-/// CPUs this thread may run on.
+/// CPUs this thread may run on (also for other modules' tests).
 #[cfg(target_os = "linux")]
-fn allowed_cpus() -> Vec<usize> {
+pub(crate) fn allowed_cpus() -> Vec<usize> {
     // SAFETY: an all-zero `cpu_set_t` is a valid empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: `set` is a live `cpu_set_t` of the size passed.
@@ -637,9 +637,9 @@ fn allowed_cpus() -> Vec<usize> {
         .collect()
 }
 
-/// Pins the calling thread to `cpu`.
+/// Pins the calling thread to `cpu` (also for other modules' tests).
 #[cfg(target_os = "linux")]
-fn pin_to(cpu: usize) {
+pub(crate) fn pin_to(cpu: usize) {
     // SAFETY: an all-zero `cpu_set_t` is a valid empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: `cpu` is below `CPU_SETSIZE` (it came from `allowed_cpus`).
