@@ -481,7 +481,7 @@ static void prw_barrier_ipi(void *info)
 static long prw_consensus(struct prw_file *f, struct prwlock_consensus __user *uarg)
 {
 	struct prwlock_consensus arg;
-	struct prw_thread *t;
+	struct prw_thread *t, *tmp;
 	unsigned int n;
 	int i, cpu;
 
@@ -495,9 +495,15 @@ static long prw_consensus(struct prw_file *f, struct prwlock_consensus __user *u
 	smp_mb();
 	if (mutex_lock_killable(&f->lock))
 		return -EINTR;
-	prw_orphan_dead(f);
 	cpumask_clear(f->mask);
-	list_for_each_entry(t, &f->threads, node) {
+	/* One walk: it also hands the file's dead threads to the reaper (as
+	 * prw_orphan_dead() does for the other requests). */
+	list_for_each_entry_safe(t, tmp, &f->threads, node) {
+		if (smp_load_acquire(&t->dead)) {
+			list_del(&t->node);
+			prw_orphan(t);
+			continue;
+		}
 		if (t->task == current)
 			continue;
 		for (i = 0; i < t->nrec; i++) {
