@@ -165,6 +165,21 @@ impl<T> RcuCell<T> {
 
 impl<T: Send + Sync + 'static> RcuCell<T> {
     /// Replaces the value; the old one is dropped after a grace period.
+    ///
+    /// Reclamation runs on updating threads: the update that brings the
+    /// domain's queue to its batch size ([`RcuDomain::set_batch_size`])
+    /// runs a grace period and the batch. An update made inside a read
+    /// section of the cell's domain (while holding a `load()` guard, say)
+    /// only queues the old value, since it cannot wait for the grace
+    /// period: if every update is made that way, nothing is reclaimed and
+    /// the queue grows until a `defer`, `synchronize` or `barrier` of the
+    /// domain outside a section. Read with `load_full` (or drop the guard)
+    /// before updating from a loaded value.
+    ///
+    /// # Panics
+    /// If a callback of the batch it runs panics (perhaps one that another
+    /// thread deferred: [`RcuDomain::defer`]), after the rest of the batch
+    /// has run.
     pub fn store(&self, value: Arc<T>) {
         let old = self.exchange(value);
         self.retire(old);
@@ -173,6 +188,10 @@ impl<T: Send + Sync + 'static> RcuCell<T> {
     /// Replaces the value and returns the old one (a new reference: the
     /// cell's own is dropped after a grace period, so readers still in a
     /// section keep seeing a live value whatever the caller does with it).
+    /// Reclaims as [`store`](Self::store) does.
+    ///
+    /// # Panics
+    /// As `store`.
     pub fn swap(&self, value: Arc<T>) -> Arc<T> {
         let old = self.exchange(value);
         // The cell's count on `old` is still held (retired below, after a
@@ -190,6 +209,10 @@ impl<T: Send + Sync + 'static> RcuCell<T> {
     /// and returns the value found either way (arc-swap's
     /// `compare_and_swap`): the swap happened iff
     /// `Arc::ptr_eq(&returned, current)`. On failure `new` is dropped.
+    /// Reclaims as [`store`](Self::store) does.
+    ///
+    /// # Panics
+    /// As `store`.
     pub fn compare_and_swap(&self, current: &Arc<T>, new: Arc<T>) -> Arc<T> {
         let expected = Arc::as_ptr(current).cast_mut();
         let fresh = Arc::into_raw(new).cast_mut();
@@ -228,7 +251,11 @@ impl<T: Send + Sync + 'static> RcuCell<T> {
 
     /// Updates the value with `f` in a compare-and-swap loop (arc-swap's
     /// `rcu`): `f` may run more than once under contention, and gets the
-    /// current value each time. Returns the value replaced.
+    /// current value each time. Returns the value replaced. Reclaims as
+    /// [`store`](Self::store) does.
+    ///
+    /// # Panics
+    /// As `store`, or if `f` panics.
     pub fn rcu<R, F>(&self, mut f: F) -> Arc<T>
     where
         F: FnMut(&Arc<T>) -> R,

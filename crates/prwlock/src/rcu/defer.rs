@@ -17,15 +17,42 @@
 //! batch of 1024 (`benches/rcu.rs`, `docs/rcu.md`): [`DEFAULT_BATCH`] is
 //! the knee of that curve, 256.
 //!
+//! A callback that defers in turn (a destructor that retires the tail of a
+//! chain with `defer_drop`, the usual way to free a linked structure
+//! readers may still walk) never reclaims inside the callback: a batch run
+//! inside a callback of a batch, once per link, grew the stack with the
+//! chain until it overflowed (a 20 000-node chain on a 512 KiB stack). It
+//! only queues, notes the domain if its queue reached the batch size, and
+//! the outermost `synchronize` of the thread (the one that ran the first
+//! batch) reclaims the noted domains in a loop once its batch has run: the
+//! chain is freed one batch per grace period, at a constant stack depth.
+//! That loop goes on only while the batches it runs fill a queue again,
+//! so a caller drains what its own callbacks deferred, not the work other
+//! threads keep deferring. A thread notes up to [`NOTED_DOMAINS`] domains
+//! at once; a callback that fills the queue of one more leaves it to that
+//! domain's next reclaiming call. (`synchronize` and `barrier` called
+//! from inside a callback still run a batch there: what is queued then.)
+//!
+//! Callbacks run on whichever thread reclaims: a caller of `synchronize`
+//! or `barrier`, or of a `defer` or `RcuCell` update that filled the
+//! batch, which may be a thread in its thread-local teardown (a destructor
+//! there that updates a cell). A callback must therefore not rely on the
+//! thread-locals of the thread it runs on (`LocalKey::try_with`, not
+//! `with`, if it must), as with `call_rcu`, whose callbacks run on another
+//! thread.
+//!
 //! Drop order: the callbacks of one batch run in the order they were
 //! deferred; batches taken by different threads may run at the same time,
 //! each on its taker's thread. Nothing is kept per thread, so a thread's
 //! exit leaves nothing behind; at process
 //! exit, callbacks still queued in a `static` domain stay reachable from
 //! it and do not run (call [`RcuDomain::barrier`] before returning from
-//! `main` if they must). If a callback panics, the panic propagates to the
-//! caller after the rest of the batch is dropped without running (their
-//! captured values are dropped, so a `defer_drop` batch frees everything).
+//! `main` if they must). If a callback panics, the rest of its batch still
+//! runs (other threads' callbacks among them), and then the first panic of
+//! the batch propagates to the caller that reclaimed, which may be any
+//! caller of `synchronize`, `barrier`, `defer` or an `RcuCell` update
+//! (their "# Panics"); a later panic of the same batch is reported by the
+//! panic hook and then dropped.
 
 use parking_lot::{Condvar, Mutex};
 use std::cell::Cell;
@@ -113,9 +140,77 @@ std::thread_local! {
     static RUNNING_BATCHES: Cell<u32> = const { Cell::new(0) };
 }
 
+/// How many domains a thread notes for its outermost `synchronize` to
+/// reclaim (see the module docs).
+pub const NOTED_DOMAINS: usize = 8;
+
+std::thread_local! {
+    /// Domains whose queue a callback of this thread brought to the batch
+    /// size (addresses of `'static` domains; 0: free). `const` and without
+    /// a destructor, as `RUNNING_BATCHES`.
+    static NOTED: Cell<[usize; NOTED_DOMAINS]> = const { Cell::new([0; NOTED_DOMAINS]) };
+    /// This thread is in `drain_noted`'s loop.
+    static DRAINING: Cell<bool> = const { Cell::new(false) };
+}
+
 /// Whether the calling thread is running a batch's callbacks.
 fn in_callback() -> bool {
     RUNNING_BATCHES.with(Cell::get) != 0
+}
+
+/// A callback brought `domain`'s queue to the batch size: leave it to the
+/// thread's outermost `synchronize` (`drain_noted`), or, with every entry
+/// taken, to the domain's next reclaiming call.
+fn note_filled(domain: &'static RcuDomain) {
+    let addr = domain as *const RcuDomain as usize;
+    NOTED.with(|noted| {
+        let mut list = noted.get();
+        if list.contains(&addr) {
+            return;
+        }
+        if let Some(free) = list.iter_mut().find(|a| **a == 0) {
+            *free = addr;
+            noted.set(list);
+        }
+    });
+}
+
+/// Takes one noted domain.
+fn take_noted() -> Option<&'static RcuDomain> {
+    NOTED.with(|noted| {
+        let mut list = noted.get();
+        let entry = list.iter_mut().find(|a| **a != 0)?;
+        let addr = core::mem::take(entry);
+        noted.set(list);
+        // SAFETY: only `note_filled` writes entries, from `&'static` domains.
+        Some(unsafe { &*(addr as *const RcuDomain) })
+    })
+}
+
+/// After the outermost `synchronize` of the thread has run its batch:
+/// reclaims, in a loop, the domains its callbacks (and the callbacks of
+/// the batches this runs) filled (see the module docs). Nothing inside a
+/// callback or inside this loop already.
+pub(super) fn drain_noted() {
+    if in_callback() || DRAINING.with(Cell::get) {
+        return;
+    }
+    /// Leaves the loop, unwinding included.
+    struct Draining;
+    impl Drop for Draining {
+        fn drop(&mut self) {
+            DRAINING.with(|d| d.set(false));
+        }
+    }
+    DRAINING.with(|d| d.set(true));
+    let _draining = Draining;
+    while let Some(domain) = take_noted() {
+        // Not inside a read section of that domain (it would wait for
+        // itself): left queued, as a `defer` there leaves it.
+        if domain.deferred.len() >= domain.batch_size() && !domain.in_read_section() {
+            domain.synchronize();
+        }
+    }
 }
 
 impl core::fmt::Debug for Queue {
@@ -193,12 +288,12 @@ impl Queue {
 }
 
 /// Runs a batch in order (after its grace period). If a callback panics,
-/// the rest are dropped without running as the panic unwinds.
+/// the rest still run; then the first panic resumes.
 pub(super) fn run(batch: Vec<Callback>) {
     if batch.is_empty() {
         return;
     }
-    /// Counts the thread out of the batch, unwinding included.
+    /// Counts the thread out of the batch.
     struct Running;
     impl Drop for Running {
         fn drop(&mut self) {
@@ -206,9 +301,18 @@ pub(super) fn run(batch: Vec<Callback>) {
         }
     }
     RUNNING_BATCHES.with(|n| n.set(n.get() + 1));
-    let _running = Running;
+    let running = Running;
+    let mut first_panic = None;
     for f in batch {
-        f.run();
+        // Unwind safety: a callback owns what it touches (it is `Send +
+        // 'static`), and nothing of ours is mid-update across the call.
+        if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.run())) {
+            first_panic.get_or_insert(panic);
+        }
+    }
+    drop(running);
+    if let Some(panic) = first_panic {
+        std::panic::resume_unwind(panic);
     }
 }
 
@@ -262,7 +366,12 @@ impl RcuDomain {
 
     fn defer_callback(&'static self, f: Callback) {
         if self.deferred.push(f) && !self.in_read_section() {
-            self.reclaim();
+            if in_callback() {
+                // Not here: a batch per level of the stack (module docs).
+                note_filled(self);
+            } else {
+                self.reclaim();
+            }
         }
     }
 
@@ -277,10 +386,11 @@ impl RcuDomain {
     /// other threads took before the call to finish running (not for those
     /// taken after it).
     ///
-    /// Called from a deferred callback (or a destructor one runs, e.g. of
-    /// a value an `RcuCell` retired), it runs what is queued but does not
-    /// wait for batches in flight: its own batch is among them, and two
-    /// callbacks waiting for each other's batches would deadlock.
+    /// Called from a deferred callback of any domain (or a destructor one
+    /// runs, e.g. of a value an `RcuCell` retired), it runs what is queued
+    /// but does not wait for batches in flight, this domain's included: its
+    /// own batch may be among them, and two callbacks (of one domain or of
+    /// two) waiting for each other's batches would deadlock.
     ///
     /// # Panics
     /// Inside a read section of this domain (see `synchronize`), or if a

@@ -165,7 +165,7 @@ mod defer;
 mod loom_tests;
 
 pub use cell::{RcuCell, RcuRef, Retired};
-pub use defer::DEFAULT_BATCH;
+pub use defer::{DEFAULT_BATCH, NOTED_DOMAINS};
 
 use core::marker::PhantomData;
 use core::ptr;
@@ -653,16 +653,23 @@ impl RcuDomain {
 
     /// Waits until every read section of this domain that began before the
     /// call has ended (Fig. 8 `SynchronizeRCU`), then runs the callbacks
-    /// deferred before the call ([`defer`](Self::defer): this grace period
-    /// is theirs). Concurrent callers share rounds. From tens of
+    /// queued at the call ([`defer`](Self::defer): this grace period is
+    /// theirs). A batch another thread took just before may still be
+    /// running on that thread when this returns: [`barrier`](Self::barrier)
+    /// waits for those too. Concurrent callers share rounds. From tens of
     /// nanoseconds (running readers report at once) to a few microseconds
     /// (one `membarrier` when some registered thread has not reported); a
     /// reader descheduled or blocked inside its section is waited for
     /// until it leaves it.
     ///
+    /// The outermost call of a thread also reclaims, one batch per grace
+    /// period, what the callbacks it ran deferred in turn once that fills a
+    /// batch (a chain retired link by link; `defer` module docs).
+    ///
     /// # Panics
     /// Inside a read section of this domain on the calling thread (it
-    /// would wait for itself), or if a callback panics (see `defer`).
+    /// would wait for itself), or if a callback panics: once the rest of
+    /// its batch has run, with the first panic, whoever deferred it.
     pub fn synchronize(&'static self) {
         assert!(
             !self.in_read_section(),
@@ -672,9 +679,11 @@ impl RcuDomain {
         let own = domain::find(&self.records);
         // Taken after the check: a batch dropped before its grace period
         // would free what readers may still see.
-        let (batch, _in_flight) = self.deferred.take();
+        let (batch, in_flight) = self.deferred.take();
         self.grace_period(own.map_or(ptr::null(), |r| r as *const Record));
         defer::run(batch);
+        drop(in_flight);
+        defer::drain_noted();
     }
 
     /// [`synchronize`](Self::synchronize) without the callbacks; `own` is
