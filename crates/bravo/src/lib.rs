@@ -96,7 +96,14 @@
 //!   fast readers and for another writer's revocation until the deadline,
 //!   and never fail before it, as `lock_api::RawRwLockTimed` requires);
 //!   they fail with the bias restored, so a thread holding a fast read
-//!   gets `None`, as it would from `L`. Timed operations need `L`'s
+//!   gets `None`, as it would from `L`. One exception, for the upgrades
+//!   (`try_upgrade`, `try_upgrade_until`): they revoke while still
+//!   upgradable, and if `L` lets new readers in while its own upgrade waits
+//!   (parking_lot does not) and one of them re-enables the bias in that
+//!   window, the upgrade, once `L` grants it, waits for those fast readers
+//!   holding exclusive access, past the deadline if need be (going back to
+//!   upgradable would need `L` to downgrade to upgradable, which the trait
+//!   does not require). Timed operations need `L`'s
 //!   `Duration`/`Instant` to be `std::time`'s (parking_lot's are).
 //! - **Panics.** No lock operation panics between changing the lock word
 //!   and restoring it (a revocation fetches the table, whose first use
@@ -110,12 +117,13 @@
 //!   so a writer on the moved lock does not wait for it.
 //! - **`mem::forget` of a read guard** is safe but, as with any
 //!   reader-writer lock, leaves the lock read-held: writers wait forever.
-//!   A forgotten fast-path guard also leaves the lock's address in its
-//!   slot; dropping the lock clears such slots (one table scan, only if the
-//!   lock is still biased), but a lock moved after forgetting a guard
-//!   leaves the old address behind, and a lock later built at that address
-//!   would wait for the phantom reader on its first revocation. Do not
-//!   forget guards.
+//!   A forgotten fast-path guard also leaves the lock's tag in its slot;
+//!   dropping the lock clears such slots (one table scan, only if the lock
+//!   is still biased), but a lock moved after forgetting a guard leaves
+//!   the old tag behind: a lock later built at that address waits for the
+//!   phantom reader only if its biased period matches in the tag's 18 time
+//!   bits (about 1 in 2^18, see [`raw`], "The slot tag"). Do not forget
+//!   guards.
 //! - **Writers wait for fast readers by polling**, then sleeping (up to
 //!   1 ms between polls): a reader that blocks inside its critical section
 //!   delays a writer without burning its core (see [`raw`]).

@@ -24,19 +24,43 @@
 //!
 //! # The slot tag
 //!
-//! A fast reader's slot names the lock and its biased period: the lock's
-//! address XOR the biased word (the paper stores the address alone). The
-//! word does not change while the bias is on, is odd (`RBIAS`), and holds
-//! the time the bias was set, so the tag is never 0 nor an address, and a
-//! lock built later at the same address, whose bias is set at a later
-//! time, never matches a slot left by a `mem::forget`-ten guard of a lock
-//! that moved away (with addresses alone, its writers waited for that
-//! slot forever: found in review, 2026-11-27). The tag costs no space: a
-//! `Bravo<L>` stays `L` plus 8 bytes, which keeps the LD_PRELOAD shim's
-//! default family inside a `pthread_rwlock_t`. What it does not give: a
-//! lock moved while a fast read is held (only the raw API can) no longer
-//! sees that reader, so a raw `Bravo` must stay in place while read-locked
-//! (the safe `RwLock` cannot move while a guard borrows it).
+//! A fast reader's slot names the lock and, as far as bits allow, its
+//! biased period (the paper stores the address alone): the lock's address
+//! with bit 0 set and, in bits no such address has, low bits of the time
+//! the bias was set (which does not change while the bias is on):
+//!
+//! ```text
+//!  63             48 47                          3   2  1    0
+//! +-----------------+-----------------------------+------+---+
+//! | time bits 0-15  | the lock's address bits 3-47 | t18 t17 | 1 |
+//! +-----------------+-----------------------------+------+---+
+//! ```
+//!
+//! - **Two live locks never share a tag**: their addresses differ in bits
+//!   3-47, which the tag keeps as they are. A bias is only ever set on a
+//!   lock whose address has none of the period's bits (8-aligned, which
+//!   every `Bravo` is, and below 2^48, which every user-space address is
+//!   on x86-64 and AArch64 Linux unless a program maps memory above it on
+//!   purpose); a lock elsewhere is never biased and always reads through
+//!   `L`. (Until 2026-11-28 the tag was the address XOR the whole word,
+//!   which is not one-to-one: in 16 384 biased locks 133 pairs shared a
+//!   tag, so dropping one lock cleared a live fast reader's slot of
+//!   another, whose writer then entered beside that reader, and a thread
+//!   reading one lock and writing the other waited for itself. Found in
+//!   review; `tests/collisions.rs` `no_two_live_locks_share_a_tag`.)
+//! - **A lock built later at the same address** (after a lock with a
+//!   `mem::forget`-ten fast read guard moved away) matches the slot that
+//!   guard left only if its bias was set at a time equal in the 18 tag
+//!   bits, about one chance in 2^18; with addresses alone its writers
+//!   waited for that slot forever (found in review, 2026-11-27).
+//! - **The tag is never 0**, and costs no space: a `Bravo<L>` stays `L`
+//!   plus 8 bytes, which keeps the LD_PRELOAD shim's default family inside
+//!   a `pthread_rwlock_t`.
+//!
+//! What it does not give: a lock moved while a fast read is held (only the
+//! raw API can) no longer sees that reader, so a raw `Bravo` must stay in
+//! place while read-locked (the safe `RwLock` cannot move while a guard
+//! borrows it).
 //!
 //! # Protocol (Listing 1, with the line numbers of the paper)
 //!
@@ -308,7 +332,7 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
     /// (module docs, "The slot tag").
     #[inline(always)]
     fn tag(&self, biased: u64) -> usize {
-        self.addr() ^ biased as usize
+        tag_of(self.addr(), biased)
     }
 
     /// The fast path (l. 12-21). `Err`: take the slow path, and what to
@@ -474,9 +498,11 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
     /// Sets `RBIAS` (the caller found `InhibitUntil` past at `now`);
     /// whether it did.
     fn enable_bias(&self, word: u64, now: u64) -> bool {
-        // Fast readers, which run only while a bias is set, find the table
-        // created (`table::ensure`: not while this thread creates it).
-        if !table::ensure() {
+        // Only where the slot tag is one-to-one (module docs, "The slot
+        // tag"). Fast readers, which run only while a bias is set, find the
+        // table created (`table::ensure`: not while this or another thread
+        // creates it).
+        if !taggable(self.addr()) || !table::ensure() {
             return false;
         }
         // Release: we hold read permission on `L`, acquired after the last
@@ -723,6 +749,34 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
     }
 }
 
+/// Where a slot tag carries its biased period (module docs, "The slot
+/// tag"): bits 1-2, which an 8-aligned address has clear, and, on 64-bit
+/// targets, bits 48-63, which a user-space address below 2^48 has clear.
+#[cfg(target_pointer_width = "64")]
+const TAG_PERIOD: usize = 0xffff_0000_0000_0006;
+#[cfg(not(target_pointer_width = "64"))]
+const TAG_PERIOD: usize = 0x6;
+
+/// The slot tag of the lock at `addr` in the biased period of `biased`:
+/// the address with bit 0 set, XOR (here an OR: the address has none of
+/// those bits, see `taggable`) low bits of the time, rotated into
+/// `TAG_PERIOD` (time bits 0-15 to tag bits 48-63, and 17-18 to 1-2).
+#[inline(always)]
+fn tag_of(addr: usize, biased: u64) -> usize {
+    #[cfg(target_pointer_width = "64")]
+    let period = biased.rotate_left(42) as usize;
+    #[cfg(not(target_pointer_width = "64"))]
+    let period = (biased >> (TIME_SHIFT - 1)) as usize;
+    (addr | 1) ^ (period & TAG_PERIOD)
+}
+
+/// Whether a lock at `addr` may be biased: its address has none of the
+/// bits where tags carry the period, so that tags of live locks differ.
+#[inline]
+fn taggable(addr: usize) -> bool {
+    addr & (TAG_PERIOD | 1) == 0
+}
+
 /// A thread reads the clock on one slow read with bias off in this many,
 /// at first (every one inside a loom model, so that models re-enable the
 /// bias); see `after_slow_read`.
@@ -828,20 +882,26 @@ impl<L, P> fmt::Debug for Bravo<L, P> {
 impl<L, P> Drop for Bravo<L, P> {
     /// A fast-path read guard that was `mem::forget`-ten leaves this lock's
     /// tag in its slot; clear such slots, which would otherwise take a slot
-    /// of the table for good (no later lock matches them: module docs, "The
-    /// slot tag"). Only a lock that is still biased can have any: that
-    /// costs one table scan. (A lock moved since the guard was forgotten
-    /// leaves the slot behind: its tag names the old address.)
+    /// of the table for good (a later lock matches them only by chance:
+    /// module docs, "The slot tag"). Only a lock that is still biased can
+    /// have any: that costs one table scan. (A lock moved since the guard
+    /// was forgotten leaves the slot behind: its tag names the old
+    /// address.)
     fn drop(&mut self) {
         // Relaxed: we are the only user (`&mut self`).
         let Some(biased) = biased_word(self.state.load(Ordering::Relaxed)) else {
             return;
         };
-        let me = (self as *const Self as usize) ^ biased as usize;
+        let me = tag_of(self as *const Self as usize, biased);
         for slot in table::table().slots() {
             // Relaxed: no guard of this lock is alive (`&mut self`), so a
-            // slot holding our tag belongs to a forgotten guard.
-            let _ = slot.compare_exchange(me, 0, Ordering::Relaxed, Ordering::Relaxed);
+            // slot holding our tag belongs to a forgotten guard. A load
+            // first: a failed CAS still takes the line exclusive, and would
+            // take every reader's line of the table.
+            if slot.load(Ordering::Relaxed) == me {
+                // Relaxed: as above.
+                let _ = slot.compare_exchange(me, 0, Ordering::Relaxed, Ordering::Relaxed);
+            }
         }
     }
 }
@@ -1316,6 +1376,59 @@ mod tests {
         cfg.ops_per_thread = 5_000;
         testing::stress(&Pl::new(), &cfg);
         testing::stress(&Bravo::<PfQueue>::new(), &cfg);
+    }
+
+    /// Tags of live locks are one-to-one: 16 384 locks biased one after
+    /// the other (the tag as the address XOR the word had 133 pairs with
+    /// equal tags here), and random taggable addresses with random biased
+    /// words. And the time reaches the tag (a lock rebuilt at an address
+    /// with a new period does not match the old tag).
+    #[test]
+    fn no_two_live_locks_share_a_tag() {
+        let _serial = serial();
+        let locks: Vec<Pl> = (0..1 << 14).map(|_| Pl::new()).collect();
+        let mut tags = std::collections::HashSet::new();
+        for lock in &locks {
+            // Slow reads back to back (no sleep between them, as `biased`
+            // has): locks biased close in time are the ones whose words
+            // differ in few bits.
+            let mut reads = 0;
+            while !lock.is_biased() {
+                let g = lock.lock_shared();
+                // SAFETY: our read.
+                unsafe { lock.unlock_shared(g) };
+                reads += 1;
+                assert!(reads < 1_000_000, "slow reads never enabled the bias");
+            }
+            // Relaxed: this thread set it.
+            let word = lock.state.load(Ordering::Relaxed);
+            assert!(tags.insert(lock.tag(word)), "two live locks share a tag");
+        }
+        // No drops: each would scan the table (no slot holds their tags).
+        std::mem::forget(locks);
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut seen = std::collections::HashMap::new();
+        for _ in 0..100_000 {
+            let addr = (next() & 0x0000_7fff_ffff_fff8) as usize;
+            let word = next() | RBIAS;
+            assert!(taggable(addr));
+            let tag = tag_of(addr, word);
+            assert_eq!(tag & 1, 1, "a tag is never 0");
+            if let Some(&other) = seen.get(&tag) {
+                assert_eq!(other, addr, "two addresses share a tag");
+            }
+            seen.insert(tag, addr);
+        }
+        let word = pack(RBIAS, 0, 12_345);
+        let later = pack(RBIAS, 0, 12_346);
+        assert_ne!(tag_of(0x1000, word), tag_of(0x1000, later));
+        assert!(!taggable(0x1004) && !taggable(0x1_0000_0000_0000));
     }
 
     #[test]

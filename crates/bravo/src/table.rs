@@ -1,8 +1,9 @@
 //! The global visible-readers table (BRAVO Listing 1, line 7).
 //!
 //! One table per process, shared by every [`Bravo`](crate::Bravo) lock and
-//! every thread. A slot is either 0 (free) or the address of a lock one
-//! fast-path reader holds.
+//! every thread. A slot is either 0 (free) or the tag of a lock one
+//! fast-path reader holds (its address and biased period:
+//! `raw`, "The slot tag").
 //!
 //! The slots are packed, 8 bytes each, in 128-byte aligned blocks of 16
 //! (the adjacent-line prefetcher's pair), and a revoking writer scans
@@ -225,20 +226,33 @@ mod global {
         static CREATING: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
     }
 
-    /// Creates the table if it does not exist yet, unless this thread is
-    /// creating it now; whether it exists. The creation allocates and reads
-    /// the environment, which may call back into a lock on this thread (a
-    /// program's allocator that takes a `Bravo` lock, through the
-    /// LD_PRELOAD shim): that call must not wait for the creation it
-    /// interrupted (`OnceLock` would deadlock; found in review,
-    /// 2026-11-27). Called before a bias is set, so that fast readers,
-    /// which only run while one is, always find the table.
+    /// Creates the table if it does not exist yet and nobody is creating
+    /// it; whether it exists. The creation allocates and reads the
+    /// environment, which may take a lock (a program's allocator that takes
+    /// a `Bravo` lock, through the LD_PRELOAD shim), while the caller holds
+    /// read permission on another (it is about to set that lock's bias).
+    /// So `ensure` never waits for a creation under way: on this thread
+    /// (the allocator's call re-entering; `OnceLock` would deadlock, found
+    /// in review 2026-11-27), nor on another, whose allocator may wait for
+    /// the caller's read permission (found in review 2026-11-28,
+    /// `tests/table_creation.rs`); it answers `false` and the bias is set
+    /// at a later reading. Called before a bias is set, so that fast
+    /// readers, which only run while one is, always find the table.
     pub(crate) fn ensure() -> bool {
+        /// Claimed by the one thread that creates the table through
+        /// `ensure`.
+        static CLAIMED: AtomicBool = AtomicBool::new(false);
         TABLE.get().is_some()
-            || (!CREATING.with(|c| c.get()) && {
-                init();
-                true
-            })
+            || (!CREATING.with(|c| c.get())
+                // Relaxed: a claim; the table itself is published by the
+                // `OnceLock`.
+                && CLAIMED
+                    .compare_exchange(false, true, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+                && {
+                    init();
+                    true
+                })
     }
 
     fn detected_default() -> usize {
