@@ -855,6 +855,12 @@ const LATCH_PARKED: u32 = 2;
 /// A one-shot gate in a waiter's own queue node: the waiter spins on it
 /// locally, then parks; exactly one other thread opens it once.
 ///
+/// One waiter: a second thread waiting on the same latch is never parked
+/// (its park finds the latch already `PARKED` and returns), so once its
+/// backoff is spent it spins on a core until the latch opens, neither
+/// yielding nor sleeping (found in review, 2026-11-28; no lock of the
+/// workspace waits on another waiter's node).
+///
 /// The opener may not touch the latch after the waiter has seen it open
 /// (the node may be a stack slot that is gone by then). [`open`](Self::open)
 /// guarantees that: either one CAS `WAITING -> OPEN` (the waiter is still
