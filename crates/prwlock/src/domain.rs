@@ -539,8 +539,14 @@ pub struct DomainStats {
 pub(crate) static GLOBAL: Domain = Domain::new();
 #[cfg(not(loom))]
 static NO_RECORD: Record = Record::sentinel(0);
+/// How many sentinel records active-mode tokens spread over (see
+/// [`active_record`]).
+const ACTIVE_RECORDS: usize = 8;
+const _: () = assert!(ACTIVE_RECORDS.is_power_of_two());
+
 #[cfg(not(loom))]
-static ACTIVE_RECORD: Record = Record::sentinel(CONVERTED);
+static ACTIVE_RECORD: [Record; ACTIVE_RECORDS] =
+    [const { Record::sentinel(CONVERTED) }; ACTIVE_RECORDS];
 #[cfg(not(loom))]
 static RCU_NO_RECORD: Record = Record::sentinel(0).with_context(crate::rcu::NESTED_LIVE);
 
@@ -548,22 +554,47 @@ static RCU_NO_RECORD: Record = Record::sentinel(0).with_context(crate::rcu::NEST
 loom::lazy_static! {
     static ref GLOBAL: Domain = Domain::new();
     static ref NO_RECORD: Record = Record::sentinel(0);
-    static ref ACTIVE_RECORD: Record = Record::sentinel(CONVERTED);
+    static ref ACTIVE_RECORD: [Record; ACTIVE_RECORDS] =
+        core::array::from_fn(|_| Record::sentinel(CONVERTED));
     static ref RCU_NO_RECORD: Record = Record::sentinel(0).with_context(crate::rcu::NESTED_LIVE);
 }
 
-/// The record that active-mode read tokens point to (its slots read as
-/// converted, so their release takes the slow path).
+/// The record that the calling thread's active-mode read tokens point to
+/// (its slots read as converted, so their release takes the slow path).
+///
+/// The release of every hold stores `FREE` to its token's word before it
+/// looks at the lock, and nobody reads the word of an active-mode token.
+/// One sentinel for the process made that store a line written by every
+/// thread reading in active mode, on any lock: a line moved between
+/// cores on each release, which the release's `active -= 1` (a locked
+/// instruction, which waits for the store buffer) then waited for. So
+/// threads are spread over [`ACTIVE_RECORDS`] sentinels, each 128 bytes,
+/// by a hash of their identity.
 #[inline]
 pub(crate) fn active_record() -> &'static Record {
-    #[cfg(not(loom))]
-    {
-        &ACTIVE_RECORD
-    }
+    let records: &'static [Record; ACTIVE_RECORDS] = &ACTIVE_RECORD;
+    // Inside a model every thread shares the first: addresses differ
+    // between executions, and the choice does not matter to the protocol.
     #[cfg(loom)]
-    {
-        &ACTIVE_RECORD
-    }
+    let index = 0;
+    #[cfg(not(loom))]
+    let index = {
+        const FIBONACCI: u64 = 0x9e37_79b9_7f4a_7c15;
+        let bits = ACTIVE_RECORDS.trailing_zeros();
+        let hash = (rwlock_core::thread_id::current() as u64).wrapping_mul(FIBONACCI);
+        // The top `bits` bits (none with one sentinel).
+        hash.checked_shr(64 - bits).unwrap_or(0) as usize
+    };
+    &records[index]
+}
+
+/// Whether `word` is a slot of an active-mode sentinel (an active-mode
+/// token's word).
+#[inline]
+pub(crate) fn is_active_word(word: &AtomicU64) -> bool {
+    let records: &'static [Record; ACTIVE_RECORDS] = &ACTIVE_RECORD;
+    let offset = (word as *const AtomicU64 as usize).wrapping_sub(records.as_ptr() as usize);
+    offset < core::mem::size_of::<[Record; ACTIVE_RECORDS]>()
 }
 
 /// FCP-RCU's sentinel record: slot 0 never free (a section begun on it

@@ -319,7 +319,7 @@ impl ReadToken {
     /// record) rather than on the lock's active counter. A passive hold
     /// converted by [`PrwLock::schedule_out`] still answers `true`.
     pub fn is_passive(&self) -> bool {
-        !ptr::eq(self.word, domain::active_record().slot(0))
+        !domain::is_active_word(self.word)
     }
 }
 
@@ -945,6 +945,44 @@ mod tests {
     use super::*;
     use lock_api::RawRwLock;
     use std::time::Duration;
+
+    /// Active-mode tokens spread over the sentinels by thread, read as
+    /// active on every thread, and a passive token never does.
+    #[test]
+    fn active_tokens_spread_over_the_sentinels() {
+        // All alive at once: a thread that starts after another exited may
+        // get its identity, and so its sentinel.
+        let all_in = std::sync::Barrier::new(16);
+        let words: Vec<usize> = std::thread::scope(|s| {
+            let threads: Vec<_> = (0..16)
+                .map(|_| {
+                    s.spawn(|| {
+                        let token = ReadToken::active();
+                        assert!(!token.is_passive());
+                        // The same sentinel for every hold of the thread.
+                        assert!(ptr::eq(token.word, ReadToken::active().word));
+                        all_in.wait();
+                        token.word as *const AtomicU64 as usize
+                    })
+                })
+                .collect();
+            threads.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        let mut distinct = words.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert!(
+            distinct.len() > 1,
+            "16 threads shared one sentinel: {words:x?}"
+        );
+        let lock = PrwLock::new();
+        let token = lock.lock_shared();
+        if crate::barrier::barrier_mode() != BarrierMode::Fence {
+            assert!(token.is_passive());
+        }
+        // SAFETY: the read acquisition just made.
+        unsafe { lock.unlock_shared(token) };
+    }
 
     /// A reader and a writer that wait long behind a writer engage the
     /// lock's gate (so the next waits are restricted), and both get in.
