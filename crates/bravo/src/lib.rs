@@ -121,9 +121,9 @@
 //!   dropping the lock clears such slots (one table scan, only if the lock
 //!   is still biased), but a lock moved after forgetting a guard leaves
 //!   the old tag behind: a lock later built at that address waits for the
-//!   phantom reader only if its biased period matches in the tag's 18 time
-//!   bits (about 1 in 2^18, see [`raw`], "The slot tag"). Do not forget
-//!   guards.
+//!   phantom reader only if its biased period matches in the tag's time
+//!   bits (about 1 in 2^10 on 64-bit targets, see [`raw`], "The slot
+//!   tag"). Do not forget guards.
 //! - **Writers wait for fast readers by polling**, then sleeping (up to
 //!   1 ms between polls): a reader that blocks inside its critical section
 //!   delays a writer without burning its core (see [`raw`]).

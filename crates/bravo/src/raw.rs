@@ -27,32 +27,39 @@
 //! A fast reader's slot names the lock and, as far as bits allow, its
 //! biased period (the paper stores the address alone): the lock's address
 //! with bit 0 set and, in bits no such address has, low bits of the time
-//! the bias was set (which does not change while the bias is on):
+//! the bias was set (which does not change while the bias is on). On
+//! 64-bit targets:
 //!
 //! ```text
-//!  63             48 47                          3   2  1    0
-//! +-----------------+-----------------------------+------+---+
-//! | time bits 0-15  | the lock's address bits 3-47 | t18 t17 | 1 |
-//! +-----------------+-----------------------------+------+---+
+//!  63      56 55          48 47                          3   2   1    0
+//! +----------+--------------+-----------------------------+-------+---+
+//! | address  | time bits 0-7 | the lock's address bits 3-47 | t18 t17 | 1 |
+//! +----------+--------------+-----------------------------+-------+---+
 //! ```
 //!
 //! - **Two live locks never share a tag**: their addresses differ in bits
-//!   3-47, which the tag keeps as they are. A bias is only ever set on a
-//!   lock whose address has none of the period's bits (8-aligned, which
-//!   every `Bravo` is, and below 2^48, which every user-space address is
-//!   on x86-64 and AArch64 Linux unless a program maps memory above it on
-//!   purpose); a lock elsewhere is never biased and always reads through
-//!   `L`. (Until 2026-11-28 the tag was the address XOR the whole word,
-//!   which is not one-to-one: in 16 384 biased locks 133 pairs shared a
-//!   tag, so dropping one lock cleared a live fast reader's slot of
+//!   3-47, which the tag keeps as they are (and bits 56-63, where
+//!   AArch64's top-byte tags, MTE and HWASan put theirs, are the
+//!   address's too). A bias is only ever set on a lock whose address has
+//!   none of the period's bits: 8-aligned, which every `Bravo` is, and
+//!   bits 48-55 clear, as every user-space address below 2^48 has (all of
+//!   them on x86-64 and AArch64 Linux unless a program maps memory above
+//!   it on purpose); a lock elsewhere is never biased and reads through
+//!   `L`. (A biased lock moved by value to such an address keeps its bias
+//!   until the next revocation; its tags could then match another lock's
+//!   with a chance of about 2^-10.) On 32-bit targets the period takes
+//!   bits 1-2 only. (Until 2026-11-28 the tag was the address XOR the whole
+//!   word, which is not one-to-one: in 16 384 biased locks 133 pairs shared
+//!   a tag, so dropping one lock cleared a live fast reader's slot of
 //!   another, whose writer then entered beside that reader, and a thread
 //!   reading one lock and writing the other waited for itself. Found in
-//!   review; `tests/collisions.rs` `no_two_live_locks_share_a_tag`.)
+//!   review; the unit test `no_two_live_locks_share_a_tag`.)
 //! - **A lock built later at the same address** (after a lock with a
 //!   `mem::forget`-ten fast read guard moved away) matches the slot that
-//!   guard left only if its bias was set at a time equal in the 18 tag
-//!   bits, about one chance in 2^18; with addresses alone its writers
-//!   waited for that slot forever (found in review, 2026-11-27).
+//!   guard left only if its bias was set at a time equal in the tag's time
+//!   bits: about one chance in 2^10 on 64-bit targets, 1 in 4 on 32-bit
+//!   ones; with addresses alone its writers waited for that slot forever
+//!   (found in review, 2026-11-27).
 //! - **The tag is never 0**, and costs no space: a `Bravo<L>` stays `L`
 //!   plus 8 bytes, which keeps the LD_PRELOAD shim's default family inside
 //!   a `pthread_rwlock_t`.
@@ -487,7 +494,9 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
     #[inline(never)]
     fn enable_bias_if_due(&self, word: u64) {
         let now = clock::now();
-        let due = now >= time_of(word);
+        // A lock that may not be biased (`taggable`) is never due: its
+        // readings then lengthen the thread's interval, not reset it.
+        let due = now >= time_of(word) && taggable(self.addr());
         hints::clock_read(due);
         let enabled = due && self.enable_bias(word, now);
         if P::UNBIASED_HINT {
@@ -751,16 +760,17 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
 
 /// Where a slot tag carries its biased period (module docs, "The slot
 /// tag"): bits 1-2, which an 8-aligned address has clear, and, on 64-bit
-/// targets, bits 48-63, which a user-space address below 2^48 has clear.
+/// targets, bits 48-55, which a user-space address below 2^48 has clear
+/// (bits 56-63 are left to top-byte pointer tags).
 #[cfg(target_pointer_width = "64")]
-const TAG_PERIOD: usize = 0xffff_0000_0000_0006;
+const TAG_PERIOD: usize = 0x00ff_0000_0000_0006;
 #[cfg(not(target_pointer_width = "64"))]
 const TAG_PERIOD: usize = 0x6;
 
 /// The slot tag of the lock at `addr` in the biased period of `biased`:
 /// the address with bit 0 set, XOR (here an OR: the address has none of
 /// those bits, see `taggable`) low bits of the time, rotated into
-/// `TAG_PERIOD` (time bits 0-15 to tag bits 48-63, and 17-18 to 1-2).
+/// `TAG_PERIOD` (time bits 0-7 to tag bits 48-55, and 17-18 to 1-2).
 #[inline(always)]
 fn tag_of(addr: usize, biased: u64) -> usize {
     #[cfg(target_pointer_width = "64")]
@@ -1415,7 +1425,7 @@ mod tests {
         };
         let mut seen = std::collections::HashMap::new();
         for _ in 0..100_000 {
-            let addr = (next() & 0x0000_7fff_ffff_fff8) as usize;
+            let addr = (next() & 0xff00_7fff_ffff_fff8) as usize;
             let word = next() | RBIAS;
             assert!(taggable(addr));
             let tag = tag_of(addr, word);
@@ -1428,7 +1438,13 @@ mod tests {
         let word = pack(RBIAS, 0, 12_345);
         let later = pack(RBIAS, 0, 12_346);
         assert_ne!(tag_of(0x1000, word), tag_of(0x1000, later));
-        assert!(!taggable(0x1004) && !taggable(0x1_0000_0000_0000));
+        assert!(!taggable(0x1004));
+        #[cfg(target_pointer_width = "64")]
+        {
+            assert!(!taggable(0x1_0000_0000_0000));
+            // A top-byte pointer tag (AArch64 TBI, MTE, HWASan) is fine.
+            assert!(taggable(0xb400_0000_1234_5678));
+        }
     }
 
     #[test]

@@ -212,18 +212,69 @@ mod global {
 
     #[cold]
     fn init() -> &'static Table {
-        TABLE.get_or_init(|| {
-            CREATING.with(|c| c.set(true));
-            let t = Table::new(from_env().unwrap_or_else(detected_default));
-            CREATING.with(|c| c.set(false));
-            t
-        })
+        create_or_wait(|| from_env().unwrap_or_else(detected_default)).0
     }
 
     std::thread_local! {
         /// This thread is creating the table. `const`, without a
         /// destructor: readable from anywhere, teardown included.
         static CREATING: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+    }
+
+    /// Taken, once, by the thread that creates the table: only that thread
+    /// ever enters `TABLE`'s initialisation, so `ensure` never waits inside
+    /// it for another thread (see `ensure`).
+    static CLAIMED: AtomicBool = AtomicBool::new(false);
+
+    /// Whether this call took the creation.
+    fn claim() -> bool {
+        // Relaxed: a claim; the table itself is published by the
+        // `OnceLock`.
+        CLAIMED
+            .compare_exchange(false, true, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Creates the table with `slots()` slots; the caller took the claim.
+    /// Whether it was created here (`false`: it existed).
+    fn create_claimed(slots: impl FnOnce() -> usize) -> (&'static Table, bool) {
+        let mut created = false;
+        let t = TABLE.get_or_init(|| {
+            created = true;
+            CREATING.with(|c| c.set(true));
+            let t = Table::new(slots());
+            CREATING.with(|c| c.set(false));
+            t
+        });
+        (t, created)
+    }
+
+    /// The table, created here with `slots()` slots if nobody has started
+    /// creating it, or else waited for (by polling: never inside `TABLE`'s
+    /// initialisation, where an `ensure` winner must not find us).
+    ///
+    /// # Panics
+    ///
+    /// Called during this thread's own creation of the table (from the
+    /// allocator, say), which it would wait for forever.
+    fn create_or_wait(slots: impl FnOnce() -> usize) -> (&'static Table, bool) {
+        if let Some(t) = TABLE.get() {
+            return (t, false);
+        }
+        if claim() {
+            return create_claimed(slots);
+        }
+        assert!(
+            !CREATING.with(|c| c.get()),
+            "bravo: the visible-readers table was asked for while this thread creates it \
+             (from the allocator?)"
+        );
+        loop {
+            if let Some(t) = TABLE.get() {
+                return (t, false);
+            }
+            std::thread::yield_now();
+        }
     }
 
     /// Creates the table if it does not exist yet and nobody is creating
@@ -236,23 +287,17 @@ mod global {
     /// in review 2026-11-27), nor on another, whose allocator may wait for
     /// the caller's read permission (found in review 2026-11-28,
     /// `tests/table_creation.rs`); it answers `false` and the bias is set
-    /// at a later reading. Called before a bias is set, so that fast
-    /// readers, which only run while one is, always find the table.
+    /// at a later reading. Every creator takes the claim first
+    /// (`configure` and `slots` too, which wait for another creator by
+    /// polling), so the thread that wins it here is alone in `TABLE`'s
+    /// initialisation. Called before a bias is set, so that fast readers,
+    /// which only run while one is, always find the table.
     pub(crate) fn ensure() -> bool {
-        /// Claimed by the one thread that creates the table through
-        /// `ensure`.
-        static CLAIMED: AtomicBool = AtomicBool::new(false);
         TABLE.get().is_some()
-            || (!CREATING.with(|c| c.get())
-                // Relaxed: a claim; the table itself is published by the
-                // `OnceLock`.
-                && CLAIMED
-                    .compare_exchange(false, true, Ordering::Relaxed, Ordering::Relaxed)
-                    .is_ok()
-                && {
-                    init();
-                    true
-                })
+            || (!CREATING.with(|c| c.get()) && claim() && {
+                create_claimed(|| from_env().unwrap_or_else(detected_default));
+                true
+            })
     }
 
     fn detected_default() -> usize {
@@ -291,11 +336,7 @@ mod global {
     /// Sets the table size before first use (see the module docs).
     pub fn configure(slots: usize) -> Result<(), TableError> {
         let slots = validate(slots)?;
-        let mut created = false;
-        let t = TABLE.get_or_init(|| {
-            created = true;
-            Table::new(slots)
-        });
+        let (t, created) = create_or_wait(|| slots);
         if created || t.len() == slots {
             Ok(())
         } else {
