@@ -289,7 +289,7 @@ fn deferred_callbacks_run_after_the_sections_and_barrier_runs_them_all() {
 }
 
 #[test]
-fn a_panicking_callback_drops_the_rest_of_its_batch() {
+fn a_panicking_callback_still_frees_the_rest_of_its_batch() {
     static D: RcuDomain = RcuDomain::new();
     let value = Arc::new(());
     D.defer(|| panic!("callback"));

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 
-use prwlock::rcu::{RcuCell, RcuDomain};
+use prwlock::rcu::{DRAIN_ROUNDS, RcuCell, RcuDomain};
 
 const CHILD: &str = "PRWLOCK_RCU_DEFER_CHILD";
 
@@ -70,28 +70,38 @@ fn chain(len: usize, domain: &'static RcuDomain, dropped: &'static AtomicUsize) 
     head
 }
 
-/// Retires `heads` from a thread with a 512 KiB stack, then `barrier`:
-/// every link must be dropped, and nothing left queued.
+/// Retires `heads` (chains of `length` links) from a thread with a 512 KiB
+/// stack, then calls `barrier` until nothing is queued: every link must be
+/// dropped, each call reclaiming up to `DRAIN_ROUNDS + 1` batches.
 #[allow(clippy::vec_box, reason = "each head is retired as the Box it is")]
 fn retire_on_a_small_stack(
     domain: &'static RcuDomain,
     heads: Vec<Box<Node>>,
     dropped: &'static AtomicUsize,
-    links: usize,
+    length: usize,
 ) {
-    thread::Builder::new()
+    let links = heads.len() * length;
+    let calls = thread::Builder::new()
         .stack_size(512 << 10)
         .spawn(move || {
             for head in heads {
                 domain.defer_drop(head);
             }
-            domain.barrier();
+            let mut calls = 0;
+            while domain.stats().pending != 0 {
+                domain.barrier();
+                calls += 1;
+            }
+            calls
         })
         .unwrap()
         .join()
         .unwrap();
     assert_eq!(dropped.load(Ordering::Relaxed), links);
-    assert_eq!(domain.stats().pending, 0);
+    assert!(
+        calls <= length / DRAIN_ROUNDS + 2,
+        "{calls} barriers for chains of {length}"
+    );
 }
 
 #[test]
@@ -121,7 +131,7 @@ fn child_chains_with_the_default_batch() {
     static D: RcuDomain = RcuDomain::new();
     static DROPPED: AtomicUsize = AtomicUsize::new(0);
     let heads = (0..256).map(|_| chain(2_000, &D, &DROPPED)).collect();
-    retire_on_a_small_stack(&D, heads, &DROPPED, 256 * 2_000);
+    retire_on_a_small_stack(&D, heads, &DROPPED, 2_000);
 }
 
 /// The default batch: 256 chains, so each batch's last callback fills the
@@ -129,6 +139,32 @@ fn child_chains_with_the_default_batch() {
 #[test]
 fn chains_retired_link_by_link_free_at_constant_depth_default_batch() {
     in_child("child_chains_with_the_default_batch");
+}
+
+/// A callback that defers itself again, with batches of one: the
+/// outermost `synchronize` reclaims in a loop, which must end (after
+/// `DRAIN_ROUNDS` grace periods) rather than run the callback forever.
+#[test]
+fn a_callback_that_defers_itself_does_not_hold_synchronize_forever() {
+    static D: RcuDomain = RcuDomain::new();
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    fn tick() {
+        RUNS.fetch_add(1, Ordering::Relaxed);
+        D.defer(tick);
+    }
+    D.set_batch_size(1);
+    let (done, finished) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        // Fills the batch: a `synchronize` runs `tick`, which defers again.
+        D.defer(tick);
+        done.send(()).unwrap();
+    });
+    finished
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("a defer that reclaims never returned");
+    let runs = RUNS.load(Ordering::Relaxed);
+    assert!((1..=DRAIN_ROUNDS + 1).contains(&runs), "{runs} runs");
+    assert_eq!(D.stats().pending, 1, "the last tick stays queued");
 }
 
 /// A callback of one domain that fills another's queue leaves it to the

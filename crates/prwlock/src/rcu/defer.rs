@@ -5,7 +5,8 @@
 //! [`RcuDomain::synchronize`] takes the whole queue before its grace
 //! period and runs it afterwards, on the calling thread ("reclaimed by
 //! whoever calls `synchronize`"); a `defer` that brings the queue to the
-//! batch size calls `synchronize` itself. So the memory held back is
+//! batch size calls `synchronize` itself (unless it runs inside a read
+//! section or inside a callback, below). So the memory held back is
 //! bounded by the batch size, plus one callback per thread deferring at
 //! that moment, plus whatever is deferred inside read sections (those
 //! callers cannot wait for a grace period, and leave the batch to the next
@@ -26,12 +27,20 @@
 //! the outermost `synchronize` of the thread (the one that ran the first
 //! batch) reclaims the noted domains in a loop once its batch has run: the
 //! chain is freed one batch per grace period, at a constant stack depth.
-//! That loop goes on only while the batches it runs fill a queue again,
-//! so a caller drains what its own callbacks deferred, not the work other
-//! threads keep deferring. A thread notes up to [`NOTED_DOMAINS`] domains
-//! at once; a callback that fills the queue of one more leaves it to that
-//! domain's next reclaiming call. (`synchronize` and `barrier` called
-//! from inside a callback still run a batch there: what is queued then.)
+//! The loop goes on while the batches it runs fill a queue again, for at
+//! most [`DRAIN_ROUNDS`] grace periods per call: each round takes the
+//! whole queue, other threads' deferrals included, whose destructors may
+//! defer in turn, and a callback that defers itself (with batches of one)
+//! would otherwise keep the call from ever returning. What is left stays
+//! queued, above the batch size, for the domain's next reclaiming call (a
+//! `defer`, `synchronize` or `barrier` outside a callback); a long chain
+//! is freed over several calls. A thread notes up to [`NOTED_DOMAINS`]
+//! domains at once; a callback that fills the queue of one more leaves it
+//! the same way. If a callback panics, the loop does not run (the panic
+//! resumes first) and the noted domains wait for the thread's next
+//! outermost `synchronize`, which drains them then. (`synchronize` and
+//! `barrier` called from inside a callback still run a batch there: what
+//! is queued then.)
 //!
 //! Callbacks run on whichever thread reclaims: a caller of `synchronize`
 //! or `barrier`, or of a `defer` or `RcuCell` update that filled the
@@ -43,8 +52,9 @@
 //!
 //! Drop order: the callbacks of one batch run in the order they were
 //! deferred; batches taken by different threads may run at the same time,
-//! each on its taker's thread. Nothing is kept per thread, so a thread's
-//! exit leaves nothing behind; at process
+//! each on its taker's thread. Nothing is kept per thread but the noted
+//! domains (addresses of `'static` domains), so a thread's exit leaves
+//! nothing behind; at process
 //! exit, callbacks still queued in a `static` domain stay reachable from
 //! it and do not run (call [`RcuDomain::barrier`] before returning from
 //! `main` if they must). If a callback panics, the rest of its batch still
@@ -144,6 +154,14 @@ std::thread_local! {
 /// reclaim (see the module docs).
 pub const NOTED_DOMAINS: usize = 8;
 
+/// At most this many grace periods, each with its batch, in the loop of one
+/// outermost `synchronize` that reclaims what its callbacks deferred (see
+/// the module docs).
+pub const DRAIN_ROUNDS: usize = 64;
+
+// std's thread-locals, not loom's, as `RUNNING_BATCHES`: no loom model
+// defers (a model's threads would share them, all running on one OS
+// thread).
 std::thread_local! {
     /// Domains whose queue a callback of this thread brought to the batch
     /// size (addresses of `'static` domains; 0: free). `const` and without
@@ -204,11 +222,18 @@ pub(super) fn drain_noted() {
     }
     DRAINING.with(|d| d.set(true));
     let _draining = Draining;
+    let mut rounds = 0;
     while let Some(domain) = take_noted() {
+        if rounds == DRAIN_ROUNDS {
+            // The rest is left queued (module docs).
+            while take_noted().is_some() {}
+            return;
+        }
         // Not inside a read section of that domain (it would wait for
         // itself): left queued, as a `defer` there leaves it.
         if domain.deferred.len() >= domain.batch_size() && !domain.in_read_section() {
             domain.synchronize();
+            rounds += 1;
         }
     }
 }
@@ -339,7 +364,8 @@ impl RcuDomain {
     /// are batched ([`set_batch_size`](Self::set_batch_size)) and run by
     /// whoever calls [`synchronize`](Self::synchronize) or
     /// [`barrier`](Self::barrier) next, on that thread; the call that
-    /// fills a batch runs `synchronize` itself, the others return at once.
+    /// fills a batch runs `synchronize` itself (not inside a callback: the
+    /// `defer` module docs), the others return at once.
     /// See the `defer` module docs for the memory bound and drop order.
     ///
     /// Inside a read section of this domain the callback is only queued

@@ -165,7 +165,7 @@ mod defer;
 mod loom_tests;
 
 pub use cell::{RcuCell, RcuRef, Retired};
-pub use defer::{DEFAULT_BATCH, NOTED_DOMAINS};
+pub use defer::{DEFAULT_BATCH, DRAIN_ROUNDS, NOTED_DOMAINS};
 
 use core::marker::PhantomData;
 use core::ptr;
@@ -663,8 +663,9 @@ impl RcuDomain {
     /// until it leaves it.
     ///
     /// The outermost call of a thread also reclaims, one batch per grace
-    /// period, what the callbacks it ran deferred in turn once that fills a
-    /// batch (a chain retired link by link; `defer` module docs).
+    /// period and for at most [`DRAIN_ROUNDS`] of them, what the callbacks
+    /// it ran deferred in turn once that fills a batch (a chain retired
+    /// link by link; `defer` module docs).
     ///
     /// # Panics
     /// Inside a read section of this domain on the calling thread (it
