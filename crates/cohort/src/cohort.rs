@@ -277,6 +277,10 @@ impl<G: GlobalLock, L: LocalLock> Cohort<G, L> {
     /// most `handoff_bound` consecutive local hand-offs (0: always release
     /// the global lock, a plain two-level lock). Threads of node `k` use
     /// local lock `k % nodes`.
+    ///
+    /// # Panics
+    ///
+    /// If `nodes` is above `rwlock_core::topology::MAX_NODES` (65536).
     #[cfg(not(loom))]
     pub const fn with_config(nodes: usize, handoff_bound: u32) -> Self {
         Cohort {

@@ -159,6 +159,10 @@ impl PerNode {
     rwlock_core::loom_const_fn! {
         /// `nodes` counters (0: one per node of the global topology),
         /// allocated on first use.
+        ///
+        /// # Panics
+        ///
+        /// If `nodes` is above `rwlock_core::topology::MAX_NODES` (65536).
         pub fn new(nodes: usize) -> Self {
             PerNode { counts: NodeArray::new(nodes) }
         }
@@ -248,6 +252,10 @@ impl IngressEgress {
     rwlock_core::loom_const_fn! {
         /// `nodes` counter pairs (0: one per node of the global topology),
         /// allocated on first use.
+        ///
+        /// # Panics
+        ///
+        /// If `nodes` is above `rwlock_core::topology::MAX_NODES` (65536).
         pub fn new(nodes: usize) -> Self {
             IngressEgress { pairs: NodeArray::new(nodes) }
         }
@@ -358,6 +366,12 @@ mod tests {
             ind.depart(c);
         }
         assert!(ind.is_empty());
+    }
+
+    #[test]
+    #[should_panic(expected = "MAX_NODES")]
+    fn a_node_count_above_max_nodes_is_refused() {
+        let _ = IngressEgress::new(usize::MAX);
     }
 
     #[test]

@@ -10,7 +10,7 @@
 use core::ptr;
 
 use rwlock_core::sync::{AtomicPtr, AtomicUsize, Ordering};
-use rwlock_core::topology::Topology;
+use rwlock_core::topology::{MAX_NODES, Topology};
 
 /// `len` entries of `T`, allocated on first use.
 pub(crate) struct NodeArray<T> {
@@ -29,7 +29,16 @@ impl<T> NodeArray<T> {
     rwlock_core::loom_const_fn! {
         /// `nodes` entries, or one per node of the global topology if `nodes`
         /// is 0; nothing is allocated yet.
+        ///
+        /// # Panics
+        ///
+        /// If `nodes` is above [`MAX_NODES`] (at compile time in a `const`):
+        /// the allocation at first use would fail far from the bad count.
         pub(crate) fn new(nodes: usize) -> Self {
+            assert!(
+                nodes <= MAX_NODES,
+                "cohort: a per-node count above rwlock_core::topology::MAX_NODES (65536)"
+            );
             NodeArray {
                 ptr: AtomicPtr::new(ptr::null_mut()),
                 len: AtomicUsize::new(nodes),

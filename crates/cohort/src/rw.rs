@@ -876,6 +876,10 @@ macro_rules! impl_raw_rwlock {
             /// An unlocked lock with `nodes` per-node parts (0: one per node
             /// of the global topology); threads of node `k` use part
             /// `k % nodes`.
+            ///
+            /// # Panics
+            ///
+            /// If `nodes` is above `rwlock_core::topology::MAX_NODES` (65536).
             pub fn with_nodes(nodes: usize) -> Self {
                 let parts = $crate::rw::Parts::create(nodes);
                 $name { parts, $($field: $init),* }

@@ -122,7 +122,8 @@ fn membarrier(cmd: libc::c_int) -> libc::c_long {
 /// The mode this process's prwlocks run in, choosing it now if no lock has
 /// been used yet: `KernelHelper` when `membarrier` works (as below) and
 /// `/dev/prwlock` opens and speaks this build's ABI, unless
-/// `PRWLOCK_NO_KERNEL_HELPER` is set (to a non-empty value other than `0`);
+/// `PRWLOCK_NO_KERNEL_HELPER` is set (to a value other than empty, `0`,
+/// `false`, `no` or `off`, in any case);
 /// else `Membarrier` when `MEMBARRIER_CMD_QUERY` lists `PRIVATE_EXPEDITED`
 /// and registering for it succeeds, and `PRWLOCK_FORCE_FENCE` is not set;
 /// else `Fence`.
@@ -160,10 +161,21 @@ pub(crate) fn is_asymmetric(mode: BarrierMode) -> bool {
     mode != BarrierMode::Fence
 }
 
-/// Whether environment variable `name` is set to a non-empty value other
-/// than `0`.
+/// Whether environment variable `name` is set, to a value that does not
+/// say no (see [`flag_value`]).
 fn env_flag(name: &str) -> bool {
-    std::env::var_os(name).is_some_and(|v| !v.is_empty() && v.as_encoded_bytes() != b"0")
+    std::env::var_os(name).is_some_and(|v| flag_value(v.as_encoded_bytes()))
+}
+
+/// A flag's value: false when empty or, ignoring case and surrounding
+/// whitespace, `0`, `false`, `no` or `off`; true otherwise (a value meant as
+/// "off" used to count as set unless it was exactly `0`).
+fn flag_value(value: &[u8]) -> bool {
+    let value = value.trim_ascii();
+    !(value.is_empty()
+        || [&b"0"[..], b"false", b"no", b"off"]
+            .iter()
+            .any(|no| value.eq_ignore_ascii_case(no)))
 }
 
 /// Selects [`BarrierMode::Fence`] for the rest of the process. Succeeds if
@@ -226,7 +238,13 @@ fn open_kernel_helper() -> bool {
         }
         Err(prwlock_sys::Error::DeviceAbsent) => false,
         Err(e) => {
-            eprintln!("prwlock: not using the kernel helper: {e}");
+            // Not `eprintln!`, which panics when stderr is a closed pipe:
+            // this runs inside a lock operation.
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr(),
+                "prwlock: not using the kernel helper: {e}"
+            );
             false
         }
     }
@@ -285,10 +303,14 @@ fn expedited_membarrier() {
             std::thread::yield_now();
         }
     }
-    eprintln!(
+    // Not `eprintln!`: a panic there (stderr a closed pipe) would unwind
+    // with the writer bit set instead of aborting.
+    use std::io::Write as _;
+    let error = std::io::Error::last_os_error();
+    let _ = writeln!(
+        std::io::stderr(),
         "prwlock: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) keeps failing after a successful \
-         registration ({}); aborting rather than letting readers run unfenced",
-        std::io::Error::last_os_error()
+         registration ({error}); aborting rather than letting readers run unfenced"
     );
     std::process::abort();
 }
@@ -304,4 +326,20 @@ pub(crate) fn heavy() {
     // SeqCst: in Fence mode this pairs with the readers' SeqCst fences; in
     // Membarrier mode it orders the writer's own accesses around the call.
     crate::sync::fence(crate::sync::Ordering::SeqCst);
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::flag_value;
+
+    /// `PRWLOCK_FORCE_FENCE=false` used to force the fence mode.
+    #[test]
+    fn flag_values_that_say_no_are_false() {
+        for no in ["", " ", "0", "false", "FALSE", " no ", "Off", "off\n"] {
+            assert!(!flag_value(no.as_bytes()), "{no:?} reads as set");
+        }
+        for yes in ["1", "yes", "true", "on", "2", "x"] {
+            assert!(flag_value(yes.as_bytes()), "{yes:?} reads as unset");
+        }
+    }
 }

@@ -92,9 +92,15 @@ impl<W: WaitPolicy> BrLock<W> {
         ///
         /// # Panics
         ///
-        /// If `sub_locks` is 0.
+        /// If `sub_locks` is 0 or above [`MAX_CPUS`](crate::topology::MAX_CPUS)
+        /// (at compile time in a `const`; the allocation at first use would
+        /// fail far from the bad count).
         pub fn with_sub_locks(sub_locks: usize) -> Self {
             assert!(sub_locks > 0, "BrLock::with_sub_locks: a brlock needs at least one sub-lock");
+            assert!(
+                sub_locks <= crate::topology::MAX_CPUS,
+                "BrLock::with_sub_locks: more sub-locks than rwlock_core::topology::MAX_CPUS (65536)"
+            );
             BrLock {
                 subs: AtomicPtr::new(ptr::null_mut()),
                 len: AtomicUsize::new(sub_locks),
@@ -341,6 +347,12 @@ unsafe impl<W: WaitPolicy> RawRwLockDowngrade for BrLock<W> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    #[test]
+    #[should_panic(expected = "more sub-locks than")]
+    fn a_sub_lock_count_above_max_cpus_is_refused() {
+        let _ = BrLock::<DefaultWait>::with_sub_locks(1 << 40);
+    }
 
     #[test]
     fn footprint_and_lazy_allocation() {

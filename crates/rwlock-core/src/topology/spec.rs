@@ -25,8 +25,19 @@ pub(super) fn parse(
         return parse_keys(spec, machine_cpus);
     }
     let mut nodes = Vec::new();
+    // CPUs listed so far: past `MAX_CPUS` some CPU is listed twice, which
+    // `from_nodes` would refuse anyway; refused here, memory stays bounded
+    // (a short spec of repeated ranges asked for gigabytes).
+    let mut listed = 0usize;
     for (index, node) in spec.split(';').enumerate() {
         let cpus = parse_cpulist(node)?;
+        listed += cpus.len();
+        if listed > MAX_CPUS {
+            return Err(TopologyError::TooLarge {
+                token: format!("{listed} CPUs listed (so some twice)"),
+                limit: MAX_CPUS,
+            });
+        }
         if cpus.is_empty() {
             return Err(TopologyError::Syntax {
                 token: spec.to_owned(),
@@ -107,7 +118,10 @@ fn parse_keys(spec: &str, machine_cpus: impl FnOnce() -> usize) -> Result<Topolo
 /// Parses a Linux cpulist (`0-3,8,10-11`, whitespace allowed around tokens;
 /// an empty or blank list is empty). Every CPU number must be below
 /// [`MAX_CPUS`]. The result is in list order; duplicates are left for
-/// [`Topology::from_nodes`] to report, with the node that lists them.
+/// [`Topology::from_nodes`] to report, with the node that lists them, but a
+/// list of more than `MAX_CPUS` CPUs (which must repeat one) is refused as
+/// [`TopologyError::TooLarge`] before it is expanded, so that the result
+/// never holds more than `MAX_CPUS` numbers.
 pub fn parse_cpulist(list: &str) -> Result<Vec<usize>, TopologyError> {
     const CPU: &str = "expected a CPU number or a range `A-B`";
     let list = list.trim();
@@ -137,6 +151,13 @@ pub fn parse_cpulist(list: &str) -> Result<Vec<usize>, TopologyError> {
             return Err(TopologyError::Syntax {
                 token: item.to_owned(),
                 reason: "reversed range",
+            });
+        }
+        let count = cpus.len() + (last - first + 1);
+        if count > MAX_CPUS {
+            return Err(TopologyError::TooLarge {
+                token: format!("{count} CPUs in one list (so some twice)"),
+                limit: MAX_CPUS,
             });
         }
         cpus.extend(first..=last);

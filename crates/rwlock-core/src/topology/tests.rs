@@ -151,6 +151,44 @@ fn parse_errors_overlap() {
     parse_err("1;0;1", &["CPU 1 is listed in node 0 and again in node 2"]);
 }
 
+/// A short spec of repeated ranges asked for gigabytes before the overlap
+/// was found (16 383 copies of `0-65535`, 128 KiB, expanded to 2^30 CPU
+/// numbers): now refused as soon as the count passes `MAX_CPUS`.
+#[test]
+fn parse_refuses_more_cpus_than_exist_before_expanding_them() {
+    let in_one_list = vec!["0-65535"; 16_383].join(",");
+    let err = Topology::parse(&in_one_list).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            TopologyError::TooLarge {
+                limit: MAX_CPUS,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("some twice"), "{err}");
+    let over_nodes = vec!["0-65535"; 1_000].join(";");
+    let err = Topology::parse(&over_nodes).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            TopologyError::TooLarge {
+                limit: MAX_CPUS,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // Exactly `MAX_CPUS` is still fine.
+    assert_eq!(Topology::parse("0-65535").unwrap().cpu_count(), MAX_CPUS);
+    assert!(matches!(
+        Topology::parse("0-32767;32768-65535;0"),
+        Err(TopologyError::TooLarge { .. })
+    ));
+}
+
 #[test]
 fn parse_errors_garbage() {
     let err = parse_err("0-3;x", &["`x`", "CPU number"]);
