@@ -878,7 +878,6 @@ mod tests {
     use super::*;
     use crate::pf_ticket::PfTicket;
     use crate::testing;
-    use std::sync::atomic::AtomicBool;
 
     type Pft = Restricted<PfTicket>;
 
@@ -971,14 +970,31 @@ mod tests {
     /// With a limit of one and the gate engaged, waiters beyond the first
     /// go passive (the queue's head is forced in after each PATIENCE, so
     /// the queue drains slowly even while the lock stays held), and every
-    /// one of them gets in.
+    /// one of them gets in. Up to three attempts: a waiter whose measured
+    /// yields keep finding a free CPU loses its evidence of a shared CPU
+    /// and is rightly admitted instead, which happened once in a CI run
+    /// (0 of 6 passive); a gate that never sends anyone to the passive
+    /// queue still fails every attempt.
     #[test]
     fn surplus_waiters_go_passive_and_all_get_in() {
-        let _watchdog = watchdog(30, "surplus_waiters_go_passive_and_all_get_in");
+        let _watchdog = watchdog(60, "surplus_waiters_go_passive_and_all_get_in");
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            let passive = surplus_waiters_once();
+            seen.push(passive);
+            if passive >= 3 {
+                return;
+            }
+        }
+        panic!("at most {seen:?} of 6 waiters went passive, in 3 attempts");
+    }
+
+    /// One attempt of `surplus_waiters_go_passive_and_all_get_in`: the most
+    /// waiters seen passive at once (it stops looking at 3).
+    fn surplus_waiters_once() -> u32 {
         let lock = Restricted::with_limit(PfTicket::<crate::wait::DefaultWait>::new(), 1);
         lock.engage();
         let w = lock.lock_exclusive();
-        let done = AtomicBool::new(false);
         let mut seen_passive = 0;
         std::thread::scope(|s| {
             let handles: Vec<_> = (0..6)
@@ -1002,16 +1018,12 @@ mod tests {
             for h in handles {
                 h.join().unwrap();
             }
-            done.store(true, Ordering::Relaxed);
         });
-        assert!(
-            seen_passive >= 3,
-            "at most {seen_passive} of 6 waiters went passive"
-        );
         assert_eq!(lock.passive_waiters(), 0);
         // Relaxed: every thread was joined.
         assert_eq!(u64::from(lock.gate().active()), 0);
         assert!(!lock.is_locked());
+        seen_passive
     }
 
     /// How long a read through the engaged gate takes while another
