@@ -114,8 +114,12 @@ impl std::error::Error for TableError {}
 /// it ignored) that [`validate`] accepts; the error says why not. At first
 /// use a refused value is reported once on stderr and the default is used.
 pub fn parse_env_value(raw: &str) -> Result<usize, String> {
-    raw.trim()
-        .parse::<usize>()
+    let text = raw.trim();
+    // ASCII digits only (`usize::from_str` also takes a leading `+`).
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("{text:?} is not a decimal number"));
+    }
+    text.parse::<usize>()
         .map_err(|e| e.to_string())
         .and_then(|n| validate(n).map_err(|e| e.to_string()))
 }
@@ -133,9 +137,13 @@ pub fn validate(slots: usize) -> Result<usize, TableError> {
     }
 }
 
-/// The default size for a machine with `cpus` CPUs.
+/// The default size for a machine with `cpus` CPUs: 64 slots a CPU,
+/// rounded up to a power of two, between [`DEFAULT_SLOTS`] and
+/// [`MAX_SLOTS`].
 pub fn default_slots(cpus: usize) -> usize {
-    DEFAULT_SLOTS.max(cpus.saturating_mul(64).next_power_of_two())
+    // Capped before rounding: a power of two above the cap (or past
+    // `usize`, which wrapped to 0 in release builds) is never asked for.
+    DEFAULT_SLOTS.max(cpus.saturating_mul(64).min(MAX_SLOTS).next_power_of_two())
 }
 
 /// The visible-readers table.
@@ -419,6 +427,19 @@ mod tests {
         assert_eq!(default_slots(64), 4096);
         assert_eq!(default_slots(65), 8192);
         assert_eq!(default_slots(256), 16384);
+        // Absurd counts stay within the table's bound (`next_power_of_two`
+        // of a saturated product overflowed: a panic in debug builds).
+        assert_eq!(default_slots(1 << 20), MAX_SLOTS);
+        assert_eq!(default_slots(usize::MAX), MAX_SLOTS);
+    }
+
+    #[test]
+    fn env_values_are_plain_decimal() {
+        assert_eq!(parse_env_value(" 8192\n"), Ok(8192));
+        for bad in ["+8", "-8", "0x10", "", " ", "8 192"] {
+            assert!(parse_env_value(bad).is_err(), "{bad:?} accepted");
+        }
+        assert!(parse_env_value("3").unwrap_err().contains("power of two"));
     }
 
     #[test]
