@@ -32,6 +32,9 @@
 //!   wait engages the gate; from then on an acquisition first tries `L`
 //!   and, if that fails, goes through admission. After [`DISENGAGE_AFTER`]
 //!   admissions in a row that found nobody passive, the gate disengages.
+//!   An admitted acquisition takes its own deep wait with it (engaging
+//!   the gate again only if it disengaged meanwhile), so evidence from the
+//!   engaged period never engages it once it has disengaged.
 //!   A lock whose waiters never go deep (threads ≤ cores, short critical
 //!   sections) so never pays for the gate beyond one load of a line that
 //!   no acquisition writes.
@@ -331,7 +334,9 @@ impl Gate {
         }
         // Leaves the active set once `acquire` returns, or if it panics.
         let _admitted = Admitted(self);
-        acquire()
+        let g = acquire();
+        self.recheck_deep_wait();
+        g
     }
 
     /// As [`admitted`](Self::admitted) for a timed acquisition: `None` if
@@ -346,7 +351,21 @@ impl Gate {
             return None;
         }
         let _admitted = Admitted(self);
-        acquire()
+        let g = acquire();
+        self.recheck_deep_wait();
+        g
+    }
+
+    /// After an admitted acquisition: the deep wait it may have recorded
+    /// is taken here, not left for the thread's next disengaged
+    /// acquisition (which would engage this gate, or another lock's, on
+    /// evidence from before the gate disengaged); and if the gate
+    /// disengaged while the wait went deep, it engages again.
+    #[inline]
+    fn recheck_deep_wait(&self) {
+        if wait::take_deep_wait() && !self.engaged_hint() {
+            self.engage();
+        }
     }
 
     #[cold]
@@ -1126,9 +1145,56 @@ mod tests {
         assert_eq!(u64::from(lock.gate().active()), 0);
     }
 
-    /// A mutex behind the gate: waiters beyond the limit go passive, every
-    /// one gets in, mutual exclusion holds (a counter bumped non-atomically
-    /// under the lock), and reads of a reader-writer lock skip the gate.
+    /// A deep wait inside an admitted acquisition is not kept for the
+    /// thread's next acquisition: once a quiet streak has disengaged the
+    /// gate, an uncontended write does not engage it again (found in
+    /// review: the flag, cleared only on the disengaged path, did).
+    #[test]
+    fn a_deep_wait_while_admitted_does_not_outlive_its_acquisition() {
+        let _watchdog = watchdog(
+            30,
+            "a_deep_wait_while_admitted_does_not_outlive_its_acquisition",
+        );
+        let lock = Pft::INIT;
+        lock.engage();
+        let w = lock.lock_exclusive();
+        std::thread::scope(|s| {
+            let h = s.spawn(|| {
+                // Engaged: `L`'s try fails, so admitted, then a deep wait
+                // inside `L` (the main thread holds it for 20 ms).
+                let g = lock.lock_exclusive();
+                // SAFETY: our write.
+                unsafe { lock.unlock_exclusive(g) };
+                // A quiet streak disengages the gate.
+                for _ in 0..DISENGAGE_AFTER {
+                    let g = lock.admitted(PfTicket::lock_shared);
+                    // SAFETY: our read.
+                    unsafe { lock.unlock_shared(g) };
+                }
+                let disengaged = !lock.is_engaged();
+                // An uncontended write: no wait at all.
+                let g = lock.lock_exclusive();
+                // SAFETY: our write.
+                unsafe { lock.unlock_exclusive(g) };
+                (disengaged, lock.is_engaged())
+            });
+            std::thread::sleep(Duration::from_millis(20));
+            // SAFETY: our write.
+            unsafe { lock.unlock_exclusive(w) };
+            let (disengaged, engaged_after) = h.join().unwrap();
+            assert!(disengaged, "the quiet streak did not disengage the gate");
+            assert!(
+                !engaged_after,
+                "an uncontended write (no wait) engaged the gate again"
+            );
+        });
+    }
+
+    /// A mutex behind the gate with a limit of one: every waiter gets in
+    /// and mutual exclusion holds (a counter bumped non-atomically under
+    /// the lock); that surplus waiters go passive is
+    /// `surplus_waiters_go_passive_and_all_get_in`'s to show. Reads of a
+    /// reader-writer lock skip the gate.
     #[test]
     fn a_restricted_mutex_admits_every_waiter() {
         let _watchdog = watchdog(30, "a_restricted_mutex_admits_every_waiter");
@@ -1158,17 +1224,38 @@ mod tests {
         // Relaxed: every thread was joined.
         assert_eq!(u64::from(raw.gate().active()), 0);
 
+        // A read that must wait (a writer holds the lock) while the gate is
+        // engaged, its only slot taken and the reader's CPU shared: through
+        // the gate it would go passive; it waits in `L` instead, and takes
+        // no slot.
         let rw = Restricted::with_limit(PfTicket::<crate::wait::DefaultWait>::new(), 1);
         rw.engage();
         assert!(rw.try_admit(false), "the only slot");
-        // Reads do not wait for a slot (this would take PATIENCE if they did).
-        let t0 = Instant::now();
-        for _ in 0..100 {
-            let g = rw.lock_shared();
-            // SAFETY: our read.
-            unsafe { rw.unlock_shared(g) };
-        }
-        assert!(t0.elapsed() < PATIENCE * 50, "reads went through the gate");
+        let w = rw.lock_exclusive();
+        let read = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                crate::wait::set_cpu_shared(true);
+                let g = rw.lock_shared();
+                read.store(true, Ordering::Relaxed);
+                // SAFETY: our read.
+                unsafe { rw.unlock_shared(g) };
+            });
+            let (mut passive, mut active) = (0, 0);
+            let t0 = Instant::now();
+            while t0.elapsed() < Duration::from_millis(30) {
+                passive = passive.max(rw.passive_waiters());
+                active = active.max(rw.gate().active());
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let read_early = read.load(Ordering::Relaxed);
+            // SAFETY: our write.
+            unsafe { rw.unlock_exclusive(w) };
+            assert_eq!(passive, 0, "a read went through the gate (passive)");
+            assert_eq!(active, 1, "a read took a slot");
+            assert!(!read_early, "the read passed the writer");
+        });
+        assert!(read.load(Ordering::Relaxed));
     }
 
     #[test]
@@ -1178,8 +1265,11 @@ mod tests {
         let mut cfg = testing::StressConfig::new(64);
         cfg.ops_per_thread = 2_000;
         testing::stress(&lock, &cfg);
-        // Oversubscribed: the gate engaged, and with a limit of one.
+        // Oversubscribed, with a limit of one and the gate engaged at the
+        // start (a quiet streak may disengage it later).
         let lock = Restricted::with_limit(PfTicket::<crate::wait::DefaultWait>::new(), 1);
+        lock.engage();
+        assert!(lock.is_engaged());
         testing::stress(&lock, &cfg);
     }
 }
