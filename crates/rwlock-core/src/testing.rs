@@ -21,7 +21,11 @@
 //!
 //! Each check panics with a message naming the broken invariant. The stress
 //! run counts operations, not time, so it does the same work on any machine;
-//! at 8 threads it is oversubscribed on small machines, on purpose.
+//! at 8 threads it is oversubscribed on small machines, on purpose. A worker
+//! whose check fails inside a critical section releases the lock before its
+//! panic goes on (else the others would wait for it forever, and the failure
+//! would show as a silent hang); a run that outlasts
+//! [`StressConfig::watchdog`] aborts the process with a message.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
@@ -46,6 +50,10 @@ pub struct StressConfig {
     pub cs_len: usize,
     /// Percent of operations that go through `try_lock_*` first.
     pub try_percent: u32,
+    /// How long the run may take before it is taken for a deadlock (or a
+    /// lost wake-up): the process then aborts with a message on stderr,
+    /// instead of hanging the test run without one.
+    pub watchdog: Duration,
 }
 
 impl StressConfig {
@@ -59,6 +67,7 @@ impl StressConfig {
             write_percent: 20,
             cs_len: 4,
             try_percent: 10,
+            watchdog: Duration::from_secs(300),
         }
     }
 }
@@ -237,6 +246,28 @@ impl Shared {
     }
 }
 
+/// Runs a check made inside a critical section: its panic, if any, to be
+/// resumed once the lock is released.
+fn checked(check: impl FnOnce()) -> Option<Box<dyn std::any::Any + Send>> {
+    catch_unwind(AssertUnwindSafe(check)).err()
+}
+
+/// Aborts the process with a message unless the run ends (its sender is
+/// dropped, panics included) within `limit`. The message goes to the
+/// process's stderr directly: libtest captures `eprintln!` from threads a
+/// test spawns.
+fn watchdog(done: std::sync::mpsc::Receiver<()>, limit: Duration, threads: usize) {
+    if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = done.recv_timeout(limit) {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "rwlock_core::testing: a stress run of {threads} threads did not finish in \
+             {limit:?}: a deadlock or a lost wake-up"
+        );
+        std::process::abort();
+    }
+}
+
 fn next(state: &mut u64) -> u64 {
     // xorshift64*
     let mut x = *state;
@@ -260,7 +291,12 @@ fn run<R: RawRwLock + Sync>(
     assert!(cfg.write_percent <= 100 && cfg.try_percent <= 100);
     let shared = Shared::new();
     let start = Instant::now();
+    let (done, until_done) = std::sync::mpsc::channel::<()>();
     std::thread::scope(|s| {
+        let (limit, threads) = (cfg.watchdog, cfg.threads);
+        s.spawn(move || watchdog(until_done, limit, threads));
+        // Dropped when this closure returns or unwinds: the watchdog stops.
+        let _done = done;
         let mut workers = Vec::with_capacity(cfg.threads);
         for t in 0..cfg.threads {
             let shared = &shared;
@@ -277,26 +313,34 @@ fn run<R: RawRwLock + Sync>(
                             }
                             None => lock.lock_exclusive(),
                         };
-                        shared.enter_write();
-                        // Asserted after the release: a failure must not
-                        // leave the lock held (the other threads would hang).
+                        // Every check inside the section is resumed after the
+                        // release: a failure must not leave the lock held
+                        // (the other threads would hang without a word).
+                        let mut failed = checked(|| shared.enter_write());
                         let exclusive = lock.is_locked_exclusive();
                         shared.write_section(&mut rng, cfg.cs_len);
                         match downgrade {
                             Some(down) if roll.is_multiple_of(4) => {
-                                shared.writer_to_reader();
+                                failed = failed.or_else(|| checked(|| shared.writer_to_reader()));
                                 let g = down(lock, g);
-                                shared.read_section(&mut rng, cfg.cs_len);
-                                shared.leave_read();
+                                failed = failed.or_else(|| {
+                                    checked(|| {
+                                        shared.read_section(&mut rng, cfg.cs_len);
+                                        shared.leave_read();
+                                    })
+                                });
                                 // SAFETY: `g` is this thread's shared acquisition.
                                 unsafe { lock.unlock_shared(g) };
                                 shared.downgrades.fetch_add(1, Ordering::Relaxed);
                             }
                             _ => {
-                                shared.leave_write();
+                                failed = failed.or_else(|| checked(|| shared.leave_write()));
                                 // SAFETY: `g` is this thread's exclusive acquisition.
                                 unsafe { lock.unlock_exclusive(g) };
                             }
+                        }
+                        if let Some(panic) = failed {
+                            std::panic::resume_unwind(panic);
                         }
                         assert!(
                             exclusive,
@@ -311,14 +355,20 @@ fn run<R: RawRwLock + Sync>(
                             }
                             None => lock.lock_shared(),
                         };
-                        shared.enter_read();
                         // One read in 32 (a BRAVO fast read answers with a
-                        // table scan); asserted after the release.
+                        // table scan); asserted after the release, as the
+                        // section's own checks are.
                         let locked = roll % 32 != 31 || lock.is_locked();
-                        shared.read_section(&mut rng, cfg.cs_len);
-                        shared.leave_read();
+                        let failed = checked(|| {
+                            shared.enter_read();
+                            shared.read_section(&mut rng, cfg.cs_len);
+                            shared.leave_read();
+                        });
                         // SAFETY: `g` is this thread's shared acquisition.
                         unsafe { lock.unlock_shared(g) };
+                        if let Some(panic) = failed {
+                            std::panic::resume_unwind(panic);
+                        }
                         assert!(locked, "is_locked() was false inside a read section");
                         shared.reads.fetch_add(1, Ordering::Relaxed);
                     }
