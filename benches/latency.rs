@@ -20,8 +20,13 @@
 //! a second thread reads the same lock in a loop). Filter with
 //! `cargo bench --bench latency -- table3`.
 //!
-//! Last, `prwlock_after_burst`: prwlock's write pair in a domain that once
+//! Then `prwlock_after_burst`: prwlock's write pair in a domain that once
 //! had 0, 128 or 1024 threads registered at once (all exited since).
+//!
+//! Last, `lock_churn`: the life of a short-lived lock, created, read 20
+//! times (BRAVO's bias is set by then) and dropped, for parking_lot and
+//! `bravo::RwLock` (a biased lock's drop clears the slots forgotten guards
+//! left: it looks only where its reads can have published).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -195,6 +200,32 @@ fn prwlock_after_burst(c: &mut Criterion) {
     g.finish();
 }
 
+/// A lock's whole life: `new`, 20 read pairs, drop.
+fn churn<R: RawRwLock>(iters: u64) -> Duration {
+    let start = Instant::now();
+    for i in 0..iters {
+        let lock = lock_api::RwLock::<R, u64>::new(i);
+        let mut sum = 0;
+        for _ in 0..20 {
+            sum += *lock.read();
+        }
+        black_box(sum);
+        drop(black_box(lock));
+    }
+    start.elapsed()
+}
+
+fn lock_churn(c: &mut Criterion) {
+    let mut g = c.benchmark_group("lock_churn");
+    g.bench_function("parking_lot", |b| {
+        b.iter_custom(churn::<parking_lot::RawRwLock>)
+    });
+    g.bench_function("bravo_parking_lot", |b| {
+        b.iter_custom(churn::<bravo::RawRwLock>)
+    });
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     // Short runs: 18 measurements in well under a minute; the pairs take
@@ -202,6 +233,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
-    targets = latency, bravo_groups, table3, prwlock_after_burst
+    targets = latency, bravo_groups, table3, prwlock_after_burst, lock_churn
 }
 criterion_main!(benches);

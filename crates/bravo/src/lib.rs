@@ -72,10 +72,14 @@
 //!   pair (6 of 18 ns).
 //! - **Moves.** A fast reader's slot names the lock by its address and its
 //!   biased period (`raw`, "The slot tag"). A raw `Bravo` must not move
-//!   while a fast-path read is held (the safe `RwLock` cannot): its
-//!   writers would not see that reader. A lock built later where a moved
-//!   one was never waits for the old one's readers, forgotten guards
-//!   included.
+//!   while a fast-path read is held: its writers would not see that
+//!   reader. Safe code can move one only after `mem::forget` of a fast
+//!   read guard (the guard's borrow then ends); the forgotten read is then
+//!   detached, and the moved lock reads as unlocked, where `L` with a
+//!   forgotten read stays read-held. That is not unsound, since nothing
+//!   can reach the data through the forgotten guard. A lock built later
+//!   where a moved one was never waits for the old one's readers,
+//!   forgotten guards included.
 //! - **`Send`.** A read guard is `Send` exactly when `L`'s is: releasing a
 //!   fast-path slot from another thread is correct (the slot is named by
 //!   the guard, not recomputed), so only `L` decides. Over parking_lot
@@ -83,13 +87,18 @@
 //!   their thread; over this workspace's PF-Q and PF-T they may move.
 //! - **Recursive reads.** The second read of a lock by a thread finds its
 //!   slot taken by the first and goes through `L`. With the default policy
-//!   a writer never waits for fast readers while holding `L` (it gives `L`
-//!   back and waits without it), so the nested read behaves as it would
+//!   a writer, blocking or timed, never waits for fast readers while
+//!   holding `L` (it gives `L` back and waits without it), so the nested read behaves as it would
 //!   with `L` alone: it deadlocks only where `L`'s would (a writer-preferring
 //!   or phase-fair `L` with a writer queued on `L` itself). With
 //!   [`Listing1`] the writer waits holding `L`, as in the paper, and a
 //!   nested read behind it deadlocks even over a reader-preferring `L`.
-//!   Both guards release correctly in either order.
+//!   Both guards release correctly in either order. Note that a nested
+//!   read whose outer read took the fast path gets through where `L`
+//!   alone would deadlock, so a test that runs with the bias on can hide
+//!   a deadlock the bias off shows: for nested reads use
+//!   [`RecursiveRwLock`] (over parking_lot's recursive lock), which never
+//!   deadlocks on them.
 //! - **Try and timed writes** never wait for fast readers beyond their
 //!   deadline (`try_lock_exclusive`, `try_upgrade`: one scan, and they
 //!   fail if another writer is revoking; the timed forms: they wait for
@@ -111,12 +120,14 @@
 //!   and the table's diagnostic cannot panic); should that ever change, a
 //!   guard restores the biased word while unwinding, so the lock is never
 //!   left wedged.
-//! - **Moving a read-locked lock** (possible only through the raw API,
-//!   keeping the read's guard state while moving the lock) detaches a
-//!   fast-path read from the moved lock: its slot names the old address,
-//!   so a writer on the moved lock does not wait for it.
+//! - **Moving a read-locked lock** (through the raw API, keeping the
+//!   read's guard state while moving the lock, or in safe code after
+//!   forgetting the guard) detaches a fast-path read from the moved lock:
+//!   its slot names the old address, so a writer on the moved lock does
+//!   not wait for it.
 //! - **`mem::forget` of a read guard** is safe but, as with any
-//!   reader-writer lock, leaves the lock read-held: writers wait forever.
+//!   reader-writer lock, leaves the lock read-held: writers wait forever
+//!   (unless the lock is then moved, above).
 //!   A forgotten fast-path guard also leaves the lock's tag in its slot;
 //!   dropping the lock clears such slots (one table scan, only if the lock
 //!   is still biased), but a lock moved after forgetting a guard leaves

@@ -49,3 +49,31 @@ pub type RawPthread = crate::Bravo<rwlock_core::PthreadRwLock>;
 /// A reader-writer lock: BRAVO over `pthread_rwlock_t`.
 #[cfg(not(loom))]
 pub type PthreadRwLock<T> = lock_api::RwLock<RawPthread, T>;
+
+/// `Bravo` over parking_lot's recursive raw lock: a thread's nested read
+/// never waits for a queued writer.
+pub type RawRwLockRecursive = crate::Bravo<parking_lot::RawRwLockRecursive>;
+
+/// parking_lot's `RecursiveRwLock` with BRAVO's reader fast path: a thread
+/// may take a read it already holds even while a writer waits (blocking
+/// or timed: BRAVO's writers wait for fast readers without holding `L`,
+/// so the nested read gets `L`), where [`RwLock`] may deadlock.
+pub type RecursiveRwLock<T> = lock_api::RwLock<RawRwLockRecursive, T>;
+
+/// RAII shared access to a [`RecursiveRwLock`], released on drop.
+pub type RecursiveRwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawRwLockRecursive, T>;
+
+/// RAII exclusive access to a [`RecursiveRwLock`], released on drop.
+pub type RecursiveRwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawRwLockRecursive, T>;
+
+/// RAII upgradable read access to a [`RecursiveRwLock`], released on drop.
+pub type RecursiveRwLockUpgradableReadGuard<'a, T> =
+    lock_api::RwLockUpgradableReadGuard<'a, RawRwLockRecursive, T>;
+
+/// A [`RecursiveRwLockReadGuard`] mapped to part of the data.
+pub type MappedRecursiveRwLockReadGuard<'a, T> =
+    lock_api::MappedRwLockReadGuard<'a, RawRwLockRecursive, T>;
+
+/// A [`RecursiveRwLockWriteGuard`] mapped to part of the data.
+pub type MappedRecursiveRwLockWriteGuard<'a, T> =
+    lock_api::MappedRwLockWriteGuard<'a, RawRwLockRecursive, T>;

@@ -2,6 +2,11 @@
 //! is instantiated against both crates, and must behave the same.
 #![cfg(not(loom))]
 
+mod support;
+
+// What `support` takes from its includer.
+use bravo::{Bravo, Policy};
+
 macro_rules! parking_lot_user_code {
     () => {
         use std::sync::Arc;
@@ -94,4 +99,60 @@ fn aliases_over_workspace_locks() {
     let p = bravo::PthreadRwLock::new(1);
     *p.write() += 1;
     assert_eq!(*p.read(), 2);
+}
+
+/// parking_lot's recursive lock through `bravo::RecursiveRwLock`: a thread
+/// that holds a read takes it again while a writer waits, blocking or
+/// timed, with the bias on (the first read fast) and off (both through
+/// `L`); the writer then gets the lock.
+#[test]
+fn recursive_reads_pass_a_waiting_writer() {
+    use std::sync::Arc;
+    use std::sync::mpsc::channel;
+    use std::time::Duration;
+
+    for (biased, timed) in [(true, false), (true, true), (false, false), (false, true)] {
+        let case = format!("biased {biased}, timed {timed}");
+        let lock = Arc::new(bravo::RecursiveRwLock::new(0u32));
+        if biased {
+            // SAFETY: only read through, with the raw lock's own API.
+            support::bias(unsafe { lock.raw() });
+        }
+        let (held_tx, held_rx) = channel();
+        let (done_tx, done_rx) = channel();
+        let reader = {
+            let lock = lock.clone();
+            std::thread::spawn(move || {
+                let outer = lock.read();
+                held_tx.send(()).unwrap();
+                // Let the writer queue up (or start revoking).
+                std::thread::sleep(Duration::from_millis(50));
+                let nested = lock.read();
+                let v = *nested;
+                drop(nested);
+                drop(outer);
+                done_tx.send(v).unwrap();
+            })
+        };
+        held_rx.recv().unwrap();
+        let writer = {
+            let lock = lock.clone();
+            std::thread::spawn(move || {
+                if timed {
+                    *lock
+                        .try_write_for(Duration::from_secs(30))
+                        .expect("the timed write timed out") += 1;
+                } else {
+                    *lock.write() += 1;
+                }
+            })
+        };
+        let v = done_rx
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("{case}: the nested read waited for the writer"));
+        assert_eq!(v, 0, "{case}");
+        reader.join().unwrap();
+        writer.join().unwrap();
+        assert_eq!(*lock.read(), 1, "{case}");
+    }
 }

@@ -51,6 +51,14 @@ pub(super) fn home() -> u64 {
         .unwrap_or(0)
 }
 
+/// How many homes [`home`] has handed out: every home in use is below it.
+#[cfg(not(loom))]
+pub(super) fn homes_handed_out() -> u64 {
+    // Relaxed: the caller (`Bravo`'s drop) is ordered after the reads it
+    // looks for, and so after their threads' `fetch_add`.
+    NEXT_HOME.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 #[cfg(not(loom))]
 #[cold]
 fn assign_home(h: &Hints) -> u64 {

@@ -163,14 +163,40 @@ where
         }
     }
 
+    /// As `lock_exclusive`, with the deadline: with
+    /// [`Policy::REVOKE_BEFORE_LOCK`] the waits for fast readers happen
+    /// without `L` (a thread's nested read, which needs `L`, gets it),
+    /// and once `L` is held one scan settles; with [`Listing1`](crate::Listing1) the writer
+    /// waits holding `L`, as the paper's does.
     fn try_lock_exclusive_until(&self, timeout: Self::Instant) -> Option<Self::ExclusiveGuard> {
-        let g = self.inner.try_lock_exclusive_until(timeout)?;
-        if !self.revoke_if_dirty(Patience::Until(timeout)) {
-            // SAFETY: the write acquisition just made.
-            unsafe { self.inner.unlock_exclusive(g) };
+        if !P::REVOKE_BEFORE_LOCK {
+            let g = self.inner.try_lock_exclusive_until(timeout)?;
+            if !self.revoke_if_dirty(Patience::Until(timeout)) {
+                // SAFETY: the write acquisition just made.
+                unsafe { self.inner.unlock_exclusive(g) };
+                return None;
+            }
+            return Some(g);
+        }
+        if !self.revoke_early_until(timeout) {
             return None;
         }
-        Some(g)
+        loop {
+            let g = self.inner.try_lock_exclusive_until(timeout)?;
+            if self.revoke_if_dirty(Patience::Scan) {
+                self.note_unbiased();
+                return Some(g);
+            }
+            // Another writer's revocation runs, or a reader re-enabled the
+            // bias and one of its fast readers is in: give `L` back and
+            // wait for them without it, until the deadline (as
+            // `settle_write`).
+            // SAFETY: the write acquisition just made.
+            unsafe { self.inner.unlock_exclusive(g) };
+            if !self.revoke(Patience::Until(timeout)) {
+                return None;
+            }
+        }
     }
 }
 
