@@ -33,6 +33,16 @@
 //! assert_send::<prwlock::RwLockReadGuard<'static, u8>>();
 //! ```
 //!
+//! but other threads may read through it while it lives:
+//!
+//! ```
+//! let lock = prwlock::RwLock::new(vec![1, 2, 3]);
+//! let guard = lock.read();
+//! std::thread::scope(|s| {
+//!     s.spawn(|| assert_eq!(guard.len(), 3));
+//! });
+//! ```
+//!
 //! # What is here
 //! - [`PrwLock`]: the lock (`lock_api::RawRwLock` with the try variants and
 //!   `is_locked*`, and `RawRwLockDowngrade`). Its read guards are not

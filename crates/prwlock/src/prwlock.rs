@@ -280,11 +280,19 @@ pub struct PrwLock {
 /// What a read acquisition hands to its release: the status word (slot of
 /// the thread's record) that holds it, one register. An active-mode hold
 /// points to a sentinel's word. Not `Send`: the record belongs to the
-/// thread.
+/// thread. `Sync`, so that a read guard can be shared with other threads
+/// (scoped threads reading through `&guard`), as parking_lot's can.
 pub struct ReadToken {
     word: &'static AtomicU64,
     _not_send: PhantomData<*const Record>,
 }
+
+// SAFETY: a shared `&ReadToken` gives only `is_passive`, a pure read of the
+// word's address; the release that stores to the word takes the token by
+// value, on the thread that owns it (it is not `Send`). (The guard's
+// `schedule_out` acts on the calling thread's own holds, whichever thread
+// that is.)
+unsafe impl Sync for ReadToken {}
 
 impl core::fmt::Debug for ReadToken {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
