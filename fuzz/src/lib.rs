@@ -18,6 +18,20 @@
 //!   cpulists and trees, `BRAVO_TABLE_SLOTS`, `RWLOCK_IMPL`).
 
 use std::path::Path;
+use std::sync::Mutex;
+
+/// The input [`replay`] is running (for a watchdog's message; libFuzzer
+/// names its own crashing inputs).
+static REPLAYING: Mutex<String> = Mutex::new(String::new());
+
+/// The path of the input [`replay`] is running, if any.
+pub fn replaying() -> Option<String> {
+    REPLAYING
+        .lock()
+        .ok()
+        .map(|p| p.clone())
+        .filter(|p| !p.is_empty())
+}
 
 pub mod ldu_ops;
 pub mod lock_ops;
@@ -51,6 +65,9 @@ pub fn replay(target: &str, run: fn(&[u8])) -> usize {
             }
             let data = std::fs::read(&path).expect("read an input");
             eprintln!("{target}: {}", path.display());
+            if let Ok(mut current) = REPLAYING.lock() {
+                *current = path.display().to_string();
+            }
             run(&data);
             count += 1;
         }

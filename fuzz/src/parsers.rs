@@ -149,20 +149,26 @@ fn print_cpulist(cpus: &[usize]) -> String {
     out.join(",")
 }
 
+/// `BRAVO_TABLE_SLOTS` against an oracle of its own (not `usize::from_str`,
+/// which takes a leading `+`, the bug fixed in `10e0fc2`): whitespace
+/// around, then ASCII digits only, a value that fits, a power of two of at
+/// most `MAX_SLOTS`. Both ways: what the oracle accepts must be accepted
+/// with that value, and what it refuses refused with a message.
 fn table_slots(text: &str) {
-    match bravo::table::parse_env_value(text) {
-        Ok(n) => {
-            assert!(
-                n.is_power_of_two() && n <= bravo::table::MAX_SLOTS,
-                "{text:?} gave {n}"
-            );
-            assert_eq!(
-                text.trim().parse::<usize>().ok(),
-                Some(n),
-                "{text:?} gave {n}"
-            );
-        }
-        Err(why) => assert!(!why.is_empty(), "{text:?}: an empty error"),
+    let digits = text.trim();
+    let expected = (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| {
+            digits.bytes().try_fold(0usize, |n, b| {
+                n.checked_mul(10)?.checked_add(usize::from(b - b'0'))
+            })
+        })
+        .flatten()
+        .filter(|n| n.is_power_of_two() && *n <= bravo::table::MAX_SLOTS);
+    match (bravo::table::parse_env_value(text), expected) {
+        (Ok(n), Some(e)) => assert_eq!(n, e, "{text:?}"),
+        (Ok(n), None) => panic!("{text:?} was accepted as {n}"),
+        (Err(why), Some(e)) => panic!("{text:?} ({e} slots) was refused: {why}"),
+        (Err(why), None) => assert!(!why.is_empty(), "{text:?}: an empty error"),
     }
 }
 

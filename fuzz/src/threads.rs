@@ -95,12 +95,21 @@ impl Armed {
                     // verdict by one poll.
                     let started = STARTED_NS.load(Ordering::Relaxed);
                     if started != 0
-                        && epoch.elapsed().as_nanos() as u64 - started > WATCHDOG.as_nanos() as u64
+                        && (epoch.elapsed().as_nanos() as u64).saturating_sub(started)
+                            > WATCHDOG.as_nanos() as u64
                     {
                         let name = LOCK_NAME.lock().map_or("?", |n| *n);
-                        eprintln!(
+                        // To the process's stderr: libtest captures
+                        // `eprintln!` from threads a test spawns, so the
+                        // replay of the committed inputs lost the message.
+                        use std::io::Write;
+                        let _ = writeln!(
+                            std::io::stderr(),
                             "threads: an input ran for more than {WATCHDOG:?} on {name}: \
-                             a waiter was never woken, or the threads livelocked"
+                             a waiter was never woken, or the threads livelocked{}",
+                            crate::replaying()
+                                .map(|p| format!(" (input {p})"))
+                                .unwrap_or_default()
                         );
                         std::process::abort();
                     }
