@@ -153,6 +153,11 @@ fn parse(raw: &[String]) -> Result<Args, String> {
     if a.reps == 0 {
         return Err("--reps: at least 1".into());
     }
+    if a.pool.contains(&0) {
+        // A pool of 0 locks ran 1 and plotted an empty log-scale axis,
+        // which never returned.
+        return Err("--pool: give lock counts of at least 1".into());
+    }
     if a.write_pct.iter().any(|p| !(0.0..=100.0).contains(p)) {
         return Err("--write: percentages between 0 and 100".into());
     }

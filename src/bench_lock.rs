@@ -6,9 +6,13 @@
 use lock_api::RawRwLock;
 
 /// A reader-writer lock as the harness drives it: run a closure in read or
-/// write mode. The protected data lives outside (the workloads keep it in
-/// atomics checked by the zero-sum test), so that a broken lock is detected
-/// rather than undefined.
+/// write mode. The protected data lives outside, in atomics, so that a
+/// broken lock is measured rather than undefined. Only RWBench checks it
+/// (writers' zero-sum updates, summed at the end: two writers inside at
+/// once lose an update); readers read random elements and check nothing,
+/// so a lock that lets a reader beside a writer passes here. Exclusion is
+/// what the stress harness (`rwlock_core::testing`), the fuzz targets,
+/// ThreadSanitizer and the loom models check; the benchmark only measures.
 pub trait BenchLock: Send + Sync + 'static {
     /// A fresh, unlocked lock.
     fn create() -> Self

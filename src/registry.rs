@@ -199,12 +199,16 @@ pub const HAS_CK: bool = cfg!(has_ck);
 ///
 /// Returns an error naming the first selector that matches nothing.
 pub fn select(selectors: &[String]) -> Result<Vec<LockEntry>, String> {
-    if selectors.is_empty() || selectors.iter().any(|s| s == "all") {
+    if selectors.is_empty() {
         return Ok(LOCKS.to_vec());
     }
     let mut out: Vec<LockEntry> = Vec::new();
     for sel in selectors {
-        let matched: Vec<&LockEntry> = if sel == BROKEN.name {
+        // `all` is the default set, and may be combined with others
+        // (`all,no_lock`, `all,bravo-ablation`).
+        let matched: Vec<&LockEntry> = if sel == "all" {
+            LOCKS.iter().collect()
+        } else if sel == BROKEN.name {
             vec![&BROKEN]
         } else {
             LOCKS
@@ -258,6 +262,11 @@ mod tests {
         assert!(select(&["nope".into()]).unwrap_err().contains("nope"));
         assert!(select(&[]).unwrap().iter().all(|e| e.name != "no_lock"));
         assert_eq!(select(&["no_lock".into()]).unwrap()[0].name, "no_lock");
+        // `all` combines with others (it used to drop them).
+        let all_and_more =
+            select(&["all".into(), "no_lock".into(), "bravo-ablation".into()]).unwrap();
+        assert_eq!(all_and_more.len(), LOCKS.len() + 1 + ABLATIONS.len());
+        assert_eq!(select(&["all".into()]).unwrap().len(), LOCKS.len());
         assert!(
             select(&[])
                 .unwrap()
