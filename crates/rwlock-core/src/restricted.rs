@@ -32,9 +32,15 @@
 //!   wait engages the gate; from then on an acquisition first tries `L`
 //!   and, if that fails, goes through admission. After [`DISENGAGE_AFTER`]
 //!   admissions in a row that found nobody passive, the gate disengages.
-//!   An admitted acquisition takes its own deep wait with it (engaging
-//!   the gate again only if it disengaged meanwhile), so evidence from the
-//!   engaged period never engages it once it has disengaged.
+//!   A deep wait during an admitted acquisition is left for the thread's
+//!   next acquisition on a disengaged gate, which it engages again: while
+//!   waits keep going deep the gate re-engages as soon as it disengages
+//!   (hysteresis; it may engage another lock's gate the thread takes next,
+//!   a false alarm that lapses). Taking that evidence at once instead
+//!   (found in review, 2026-11-28) let two threads on two cores contend
+//!   unrestricted, and measured 0.29× (cohort mutex) and 0.79× (brlock)
+//!   their 2-thread throughput with empty critical sections
+//!   (`docs/restriction.md`, "Evidence from the engaged period").
 //!   A lock whose waiters never go deep (threads ≤ cores, short critical
 //!   sections) so never pays for the gate beyond one load of a line that
 //!   no acquisition writes.
@@ -334,9 +340,7 @@ impl Gate {
         }
         // Leaves the active set once `acquire` returns, or if it panics.
         let _admitted = Admitted(self);
-        let g = acquire();
-        self.recheck_deep_wait();
-        g
+        acquire()
     }
 
     /// As [`admitted`](Self::admitted) for a timed acquisition: `None` if
@@ -351,21 +355,7 @@ impl Gate {
             return None;
         }
         let _admitted = Admitted(self);
-        let g = acquire();
-        self.recheck_deep_wait();
-        g
-    }
-
-    /// After an admitted acquisition: the deep wait it may have recorded
-    /// is taken here, not left for the thread's next disengaged
-    /// acquisition (which would engage this gate, or another lock's, on
-    /// evidence from before the gate disengaged); and if the gate
-    /// disengaged while the wait went deep, it engages again.
-    #[inline]
-    fn recheck_deep_wait(&self) {
-        if wait::take_deep_wait() && !self.engaged_hint() {
-            self.engage();
-        }
+        acquire()
     }
 
     #[cold]
@@ -1143,51 +1133,6 @@ mod tests {
         assert!(outcome.is_err());
         // Relaxed: single-threaded.
         assert_eq!(u64::from(lock.gate().active()), 0);
-    }
-
-    /// A deep wait inside an admitted acquisition is not kept for the
-    /// thread's next acquisition: once a quiet streak has disengaged the
-    /// gate, an uncontended write does not engage it again (found in
-    /// review: the flag, cleared only on the disengaged path, did).
-    #[test]
-    fn a_deep_wait_while_admitted_does_not_outlive_its_acquisition() {
-        let _watchdog = watchdog(
-            30,
-            "a_deep_wait_while_admitted_does_not_outlive_its_acquisition",
-        );
-        let lock = Pft::INIT;
-        lock.engage();
-        let w = lock.lock_exclusive();
-        std::thread::scope(|s| {
-            let h = s.spawn(|| {
-                // Engaged: `L`'s try fails, so admitted, then a deep wait
-                // inside `L` (the main thread holds it for 20 ms).
-                let g = lock.lock_exclusive();
-                // SAFETY: our write.
-                unsafe { lock.unlock_exclusive(g) };
-                // A quiet streak disengages the gate.
-                for _ in 0..DISENGAGE_AFTER {
-                    let g = lock.admitted(PfTicket::lock_shared);
-                    // SAFETY: our read.
-                    unsafe { lock.unlock_shared(g) };
-                }
-                let disengaged = !lock.is_engaged();
-                // An uncontended write: no wait at all.
-                let g = lock.lock_exclusive();
-                // SAFETY: our write.
-                unsafe { lock.unlock_exclusive(g) };
-                (disengaged, lock.is_engaged())
-            });
-            std::thread::sleep(Duration::from_millis(20));
-            // SAFETY: our write.
-            unsafe { lock.unlock_exclusive(w) };
-            let (disengaged, engaged_after) = h.join().unwrap();
-            assert!(disengaged, "the quiet streak did not disengage the gate");
-            assert!(
-                !engaged_after,
-                "an uncontended write (no wait) engaged the gate again"
-            );
-        });
     }
 
     /// A mutex behind the gate with a limit of one: every waiter gets in
