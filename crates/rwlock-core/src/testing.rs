@@ -252,13 +252,22 @@ fn checked(check: impl FnOnce()) -> Option<Box<dyn std::any::Any + Send>> {
     catch_unwind(AssertUnwindSafe(check)).err()
 }
 
-/// Aborts the process with a message unless the run ends (its sender is
-/// dropped, panics included) within `limit`. The message goes to the
-/// process's stderr directly: libtest captures `eprintln!` from threads a
-/// test spawns.
-fn watchdog(done: std::sync::mpsc::Receiver<()>, limit: Duration, threads: usize) {
-    if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = done.recv_timeout(limit) {
-        use std::io::Write;
+/// Aborts the process with a message unless `done` is set (and this thread
+/// unparked) within `limit`. The message goes to the process's stderr
+/// directly: libtest captures `eprintln!` from threads a test spawns. (A
+/// flag and `park_timeout` rather than a channel: ThreadSanitizer sees the
+/// flag's ordering, and a channel's generic internals would be
+/// instrumented while the rest of std is not.)
+fn watchdog(done: &std::sync::atomic::AtomicBool, limit: Duration, threads: usize) {
+    use std::io::Write;
+    let start = Instant::now();
+    // Acquire: pairs with the Release store that ends the run.
+    while !done.load(Ordering::Acquire) {
+        let waited = start.elapsed();
+        if waited < limit {
+            std::thread::park_timeout(limit - waited);
+            continue;
+        }
         let _ = writeln!(
             std::io::stderr(),
             "rwlock_core::testing: a stress run of {threads} threads did not finish in \
@@ -291,12 +300,20 @@ fn run<R: RawRwLock + Sync>(
     assert!(cfg.write_percent <= 100 && cfg.try_percent <= 100);
     let shared = Shared::new();
     let start = Instant::now();
-    let (done, until_done) = std::sync::mpsc::channel::<()>();
+    let done = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|s| {
-        let (limit, threads) = (cfg.watchdog, cfg.threads);
-        s.spawn(move || watchdog(until_done, limit, threads));
-        // Dropped when this closure returns or unwinds: the watchdog stops.
-        let _done = done;
+        /// Ends the watchdog when the run ends, unwinding included.
+        struct Stop<'a>(&'a std::sync::atomic::AtomicBool, std::thread::Thread);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                // Release: pairs with the watchdog's Acquire load.
+                self.0.store(true, Ordering::Release);
+                self.1.unpark();
+            }
+        }
+        let (limit, threads, done) = (cfg.watchdog, cfg.threads, &done);
+        let watcher = s.spawn(move || watchdog(done, limit, threads));
+        let stop = Stop(done, watcher.thread().clone());
         let mut workers = Vec::with_capacity(cfg.threads);
         for t in 0..cfg.threads {
             let shared = &shared;
@@ -377,12 +394,23 @@ fn run<R: RawRwLock + Sync>(
         }
         // Joined here rather than left to the end of the scope: a join is a
         // `pthread_join`, which ThreadSanitizer sees as ordering a worker's
-        // accesses before the checks below; the scope's own wait is an
-        // atomic counter inside (uninstrumented) std, which it does not see.
+        // accesses before the checks below (and the threads' teardown
+        // before the scope's); the scope's own wait is an atomic counter
+        // inside (uninstrumented) std, which it does not see. Every worker
+        // is joined before the watchdog stops, so one that hangs after
+        // another failed is still reported; the first failure in join
+        // order is resumed.
+        let mut failed = None;
         for worker in workers {
             if let Err(panic) = worker.join() {
-                std::panic::resume_unwind(panic);
+                failed.get_or_insert(panic);
             }
+        }
+        drop(stop);
+        // The watchdog only returns (it aborts otherwise).
+        let _ = watcher.join();
+        if let Some(panic) = failed {
+            std::panic::resume_unwind(panic);
         }
     });
     let elapsed = start.elapsed();
