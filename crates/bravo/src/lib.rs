@@ -97,8 +97,9 @@
 //!   read whose outer read took the fast path gets through where `L`
 //!   alone would deadlock, so a test that runs with the bias on can hide
 //!   a deadlock the bias off shows: for nested reads use
-//!   [`RecursiveRwLock`] (over parking_lot's recursive lock), which never
-//!   deadlocks on them.
+//!   [`RecursiveRwLock`] (over parking_lot's recursive lock), whose nested
+//!   reads get past any waiting writer (one window remains with upgrades,
+//!   below).
 //! - **Try and timed writes** never wait for fast readers beyond their
 //!   deadline (`try_lock_exclusive`, `try_upgrade`: one scan, and they
 //!   fail if another writer is revoking; the timed forms: they wait for
@@ -108,7 +109,7 @@
 //!   gets `None`, as it would from `L`. One exception, for the upgrades
 //!   (`try_upgrade`, `try_upgrade_until`): they revoke while still
 //!   upgradable, and if `L` lets new readers in while its own upgrade waits
-//!   (parking_lot does not) and one of them re-enables the bias in that
+//!   (parking_lot's `RawRwLock` does not; its recursive lock does) and one of them re-enables the bias in that
 //!   window, the upgrade, once `L` grants it, waits for those fast readers
 //!   holding exclusive access, past the deadline if need be (going back to
 //!   upgradable would need `L` to downgrade to upgradable, which the trait
@@ -129,8 +130,8 @@
 //!   reader-writer lock, leaves the lock read-held: writers wait forever
 //!   (unless the lock is then moved, above).
 //!   A forgotten fast-path guard also leaves the lock's tag in its slot;
-//!   dropping the lock clears such slots (one table scan, only if the lock
-//!   is still biased), but a lock moved after forgetting a guard leaves
+//!   dropping the lock clears such slots (only if the lock is still
+//!   biased; it looks at the slots its readers' hashes can take), but a lock moved after forgetting a guard leaves
 //!   the old tag behind: a lock later built at that address waits for the
 //!   phantom reader only if its biased period matches in the tag's time
 //!   bits (about 1 in 2^10 on 64-bit targets, see [`raw`], "The slot

@@ -156,3 +156,71 @@ fn recursive_reads_pass_a_waiting_writer() {
         assert_eq!(*lock.read(), 1, "{case}");
     }
 }
+
+/// The same through an upgrade, by a thread whose hint says it last saw
+/// the lock unbiased (it wrote it once) while another thread has biased
+/// it since: the upgrade revokes while still upgradable, so the fast
+/// reader's nested read gets `L` (found in review: the upgrade trusted the
+/// stale hint, skipped that revocation, and waited for the reader holding
+/// `L` exclusively, so the nested read waited for it for good).
+#[test]
+fn recursive_reads_pass_an_upgrade_whose_hint_is_stale() {
+    use lock_api::{RawRwLock, RawRwLockUpgrade};
+    use std::sync::Arc;
+    use std::sync::mpsc::channel;
+    use std::time::Duration;
+
+    let lock = Arc::new(bravo::RawRwLockRecursive::new());
+    let (wrote_tx, wrote_rx) = channel();
+    let (go_tx, go_rx) = channel::<()>();
+    let upgrader = {
+        let lock = lock.clone();
+        std::thread::spawn(move || {
+            // This thread's hint: the lock unbiased.
+            let w = lock.lock_exclusive();
+            // SAFETY: our write.
+            unsafe { lock.unlock_exclusive(w) };
+            wrote_tx.send(()).unwrap();
+            go_rx.recv().unwrap();
+            let u = lock.lock_upgradable();
+            // SAFETY: our upgradable read.
+            let w = unsafe { lock.upgrade(u) };
+            // SAFETY: our write.
+            unsafe { lock.unlock_exclusive(w) };
+        })
+    };
+    wrote_rx.recv().unwrap();
+    // Biased by another thread: the upgrader's hint is now stale.
+    {
+        let lock = lock.clone();
+        std::thread::spawn(move || support::bias(&*lock))
+            .join()
+            .unwrap();
+    }
+    let (held_tx, held_rx) = channel();
+    let (done_tx, done_rx) = channel();
+    let reader = {
+        let lock = lock.clone();
+        std::thread::spawn(move || {
+            let outer = lock.lock_shared();
+            assert!(outer.is_fast(), "the outer read takes the fast path");
+            held_tx.send(()).unwrap();
+            // Let the upgrader upgrade.
+            std::thread::sleep(Duration::from_millis(50));
+            let nested = lock.lock_shared();
+            // SAFETY: our reads.
+            unsafe {
+                lock.unlock_shared(nested);
+                lock.unlock_shared(outer);
+            }
+            done_tx.send(()).unwrap();
+        })
+    };
+    held_rx.recv().unwrap();
+    go_tx.send(()).unwrap();
+    done_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the nested read waited for an upgrade that waited for its outer read");
+    reader.join().unwrap();
+    upgrader.join().unwrap();
+}

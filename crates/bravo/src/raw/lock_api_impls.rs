@@ -193,7 +193,9 @@ where
             // `settle_write`).
             // SAFETY: the write acquisition just made.
             unsafe { self.inner.unlock_exclusive(g) };
-            if !self.revoke(Patience::Until(timeout)) {
+            // Past the deadline `L`'s try and one scan may keep succeeding
+            // while a reader re-enables the bias each time: stop there.
+            if std::time::Instant::now() >= timeout || !self.revoke(Patience::Until(timeout)) {
                 return None;
             }
         }
@@ -222,9 +224,16 @@ unsafe impl<L: RawRwLockUpgrade, P: Policy> RawRwLockUpgrade for Bravo<L, P> {
     /// Waits for fast-path readers as `L`'s upgrade waits for readers. With
     /// [`Policy::REVOKE_BEFORE_LOCK`] it revokes while still upgradable
     /// (readers keep entering through `L`), so it waits holding exclusive
-    /// access only if a reader re-enabled the bias in between.
+    /// access only if a reader re-enabled the bias in between. That early
+    /// revocation reads the lock word, not `revoke_early`'s hint (this
+    /// thread last saw the lock unbiased): a stale hint made the upgrade
+    /// wait for a fast reader holding `L` exclusively, and the reader's
+    /// nested read, over a recursive `L`, then waited for it (found in
+    /// review).
     unsafe fn upgrade(&self, guard: Self::UpgradableGuard) -> Self::ExclusiveGuard {
-        self.revoke_early();
+        if P::REVOKE_BEFORE_LOCK {
+            self.revoke(Patience::Wait);
+        }
         // SAFETY: the caller's upgradable acquisition of `L`.
         let g = unsafe { self.inner.upgrade(guard) };
         self.revoke_held();
