@@ -20,17 +20,28 @@
 use std::path::Path;
 use std::sync::Mutex;
 
-/// The input [`replay`] is running (for a watchdog's message; libFuzzer
-/// names its own crashing inputs).
-static REPLAYING: Mutex<String> = Mutex::new(String::new());
+/// The input [`replay`] is running, per target (the replay tests of the
+/// targets run in parallel), for a watchdog's message; libFuzzer names its
+/// own crashing inputs.
+static REPLAYING: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
 
-/// The path of the input [`replay`] is running, if any.
-pub fn replaying() -> Option<String> {
-    REPLAYING
-        .lock()
-        .ok()
-        .map(|p| p.clone())
-        .filter(|p| !p.is_empty())
+/// The path of the input [`replay`] is running for `target`, if any.
+pub fn replaying(target: &str) -> Option<String> {
+    let replaying = REPLAYING.lock().ok()?;
+    replaying
+        .iter()
+        .find(|(t, _)| t == target)
+        .map(|(_, path)| path.clone())
+}
+
+/// Notes (or, with `None`, forgets) the input `target`'s replay runs.
+fn note_replaying(target: &str, path: Option<String>) {
+    if let Ok(mut replaying) = REPLAYING.lock() {
+        replaying.retain(|(t, _)| t != target);
+        if let Some(path) = path {
+            replaying.push((target.to_string(), path));
+        }
+    }
 }
 
 pub mod ldu_ops;
@@ -65,13 +76,12 @@ pub fn replay(target: &str, run: fn(&[u8])) -> usize {
             }
             let data = std::fs::read(&path).expect("read an input");
             eprintln!("{target}: {}", path.display());
-            if let Ok(mut current) = REPLAYING.lock() {
-                *current = path.display().to_string();
-            }
+            note_replaying(target, Some(path.display().to_string()));
             run(&data);
             count += 1;
         }
     }
+    note_replaying(target, None);
     assert!(count > 0, "no committed input for {target}");
     count
 }

@@ -107,7 +107,8 @@ impl Armed {
                             std::io::stderr(),
                             "threads: an input ran for more than {WATCHDOG:?} on {name}: \
                              a waiter was never woken, or the threads livelocked{}",
-                            crate::replaying()
+                            crate::replaying("threads")
+                                .or_else(|| crate::replaying("prwlock_fence"))
                                 .map(|p| format!(" (input {p})"))
                                 .unwrap_or_default()
                         );
