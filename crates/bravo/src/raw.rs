@@ -1341,14 +1341,16 @@ mod tests {
         reader.join();
     }
 
-    /// A thread's nested read (its slot taken by its own first read: slow
-    /// path through `L`) while a writer revokes: with the default policy the
-    /// writer waits without holding `L`, so the nested read gets through.
-    /// (With Listing 1 this deadlocks: the writer holds `L` while it waits
-    /// for the outer read.)
-    #[test]
-    fn nested_read_while_a_writer_revokes() {
-        let _serial = serial();
+    /// A thread holds a fast read of a biased `Pl`, lets `writer` start on
+    /// another thread, and 30 ms later takes a nested read (its slot taken
+    /// by its own first read: the slow path through `L`). Panics with
+    /// `what` unless the nested read is done within `within`; returns what
+    /// the writer returned.
+    fn nested_read_beside<T: Send + 'static>(
+        writer: impl FnOnce(&Pl) -> T + Send + 'static,
+        within: Duration,
+        what: &str,
+    ) -> T {
         let lock = Arc::new(Pl::new());
         biased(&*lock);
         let (held_tx, held_rx) = std::sync::mpsc::channel();
@@ -1374,17 +1376,29 @@ mod tests {
         held_rx.recv().unwrap();
         let writer = {
             let lock = lock.clone();
-            std::thread::spawn(move || {
+            std::thread::spawn(move || writer(&lock))
+        };
+        done_rx.recv_timeout(within).expect(what);
+        reader.join().unwrap();
+        writer.join().unwrap()
+    }
+
+    /// A nested read while a writer revokes: with the default policy the
+    /// writer waits without holding `L`, so the nested read gets through.
+    /// (With Listing 1 this deadlocks: the writer holds `L` while it waits
+    /// for the outer read.)
+    #[test]
+    fn nested_read_while_a_writer_revokes() {
+        let _serial = serial();
+        nested_read_beside(
+            |lock| {
                 let g = lock.lock_exclusive();
                 // SAFETY: our write.
                 unsafe { lock.unlock_exclusive(g) };
-            })
-        };
-        done_rx
-            .recv_timeout(Duration::from_secs(10))
-            .expect("a nested read behind a revoking writer deadlocked");
-        reader.join().unwrap();
-        writer.join().unwrap();
+            },
+            Duration::from_secs(10),
+            "a nested read behind a revoking writer deadlocked",
+        );
     }
 
     /// The same with a timed writer (`try_lock_exclusive_for`): it too
@@ -1396,43 +1410,18 @@ mod tests {
     #[test]
     fn nested_read_while_a_timed_writer_revokes() {
         let _serial = serial();
-        let lock = Arc::new(Pl::new());
-        biased(&*lock);
-        let (held_tx, held_rx) = std::sync::mpsc::channel();
-        let (done_tx, done_rx) = std::sync::mpsc::channel();
-        let reader = {
-            let lock = lock.clone();
-            std::thread::spawn(move || {
-                let outer = lock.lock_shared();
-                assert!(outer.is_fast());
-                held_tx.send(()).unwrap();
-                // Let the writer find the bias and start revoking.
-                std::thread::sleep(Duration::from_millis(30));
-                let nested = lock.lock_shared();
-                // SAFETY: our reads.
-                unsafe {
-                    lock.unlock_shared(nested);
-                    lock.unlock_shared(outer);
-                }
-                done_tx.send(()).unwrap();
-            })
-        };
-        held_rx.recv().unwrap();
-        let writer = {
-            let lock = lock.clone();
-            std::thread::spawn(move || {
+        let wrote = nested_read_beside(
+            |lock| {
                 let g = lock.try_lock_exclusive_for(Duration::from_secs(20))?;
                 // SAFETY: our write.
                 unsafe { lock.unlock_exclusive(g) };
                 Some(())
-            })
-        };
-        done_rx
-            .recv_timeout(Duration::from_secs(5))
-            .expect("a nested read behind a timed writer waited for its deadline");
-        reader.join().unwrap();
+            },
+            Duration::from_secs(5),
+            "a nested read behind a timed writer waited for its deadline",
+        );
         assert!(
-            writer.join().unwrap().is_some(),
+            wrote.is_some(),
             "the timed writer failed although the reader left"
         );
     }
