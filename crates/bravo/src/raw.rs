@@ -752,24 +752,27 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
     /// out restores the biased word; that is safe without holding `L`, as
     /// [`Revoking`] says.
     fn revoke_early_until(&self, deadline: std::time::Instant) -> bool {
-        // Relaxed: as in `revoke_early`.
-        !(P::REVOKE_BEFORE_LOCK
-            && !(P::UNBIASED_HINT && hints::unbiased(self.addr()))
-            && self.state.load(Ordering::Relaxed) & RBIAS != 0)
-            || self.revoke(Patience::Until(deadline))
+        !self.early_revocation_due() || self.revoke(Patience::Until(deadline))
     }
 
     /// Before acquiring `L` for writing (Section 7 refinement).
     #[inline]
     fn revoke_early(&self) {
-        // Relaxed: a hint; `revoke_held` after acquiring `L` is the check
-        // that counts.
-        if P::REVOKE_BEFORE_LOCK
-            && !(P::UNBIASED_HINT && hints::unbiased(self.addr()))
-            && self.state.load(Ordering::Relaxed) & RBIAS != 0
-        {
+        if self.early_revocation_due() {
             self.revoke(Patience::Wait);
         }
+    }
+
+    /// Whether a writer should revoke before taking `L`: the policy says
+    /// so, this thread's hint does not say it last saw the lock unbiased,
+    /// and the word shows the bias.
+    #[inline]
+    fn early_revocation_due(&self) -> bool {
+        // Relaxed: a hint; the check under `L` (`revoke_held`, or the
+        // timed write's scan) is the one that counts.
+        P::REVOKE_BEFORE_LOCK
+            && !(P::UNBIASED_HINT && hints::unbiased(self.addr()))
+            && self.state.load(Ordering::Relaxed) & RBIAS != 0
     }
 }
 
