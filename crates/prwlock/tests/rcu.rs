@@ -362,10 +362,18 @@ fn rcu_updates_under_contention_lose_nothing() {
 fn exited_threads_leave_their_records_for_others() {
     static D: RcuDomain = RcuDomain::new();
     for _ in 0..8 {
+        // Every thread of a batch claims its record before any of them gives
+        // one back: a claim that races a release may take a fresh record
+        // (`DomainStats::records`), which would make the bound below flaky
+        // (ci39 saw 5 once without the barrier).
+        let claimed = Arc::new(Barrier::new(4));
         let t: Vec<_> = (0..4)
             .map(|_| {
-                thread::spawn(|| {
-                    drop(D.read());
+                let claimed = Arc::clone(&claimed);
+                thread::spawn(move || {
+                    let g = D.read();
+                    claimed.wait();
+                    drop(g);
                 })
             })
             .collect();

@@ -136,7 +136,13 @@ impl ChunkList {
     fn chunks(&self) -> impl Iterator<Item = &Chunk> {
         // Acquire: pairs with the Release CAS in `claim` that publishes a
         // chunk (its records, back pointers and `next`).
-        let mut next: *const Chunk = self.head.load(Ordering::Acquire);
+        self.chunks_from(self.head.load(Ordering::Acquire))
+    }
+
+    /// The chunks from `head` (null or a chunk of this list, read with
+    /// Acquire) on, newest first.
+    fn chunks_from(&self, head: *const Chunk) -> impl Iterator<Item = &Chunk> {
+        let mut next = head;
         core::iter::from_fn(move || {
             // Published chunks are never freed, and `next` links were
             // written before publication.
@@ -169,10 +175,55 @@ impl ChunkList {
     /// claimed are about the most threads registered at once
     /// (`DomainStats::records`), and live records stay packed in the
     /// oldest chunks.
+    ///
+    /// A new chunk is pushed only onto the head whose chunks were all found
+    /// full: when several threads find them full at once (the first reads
+    /// of a domain, a burst of new threads), one chunk wins and the others
+    /// look for a record in it instead of pushing one each. (Found on
+    /// 2026-11-28: pushing regardless gave a chunk per racing claimer, so 4
+    /// threads' first reads made up to 4 chunks, and the records ever
+    /// claimed grew past the most threads registered at once.)
     pub(crate) fn claim(&self) -> &Record {
+        let mut fresh: *mut Chunk = ptr::null_mut();
+        loop {
+            // Acquire: pairs with the SeqCst (Release) CAS below that
+            // publishes a chunk (its records, back pointers and `next`).
+            let head = self.head.load(Ordering::Acquire);
+            if let Some(r) = self.claim_free(head) {
+                if !fresh.is_null() {
+                    // SAFETY: `fresh` came from `Box::into_raw` and was
+                    // never published: nobody else has it.
+                    drop(unsafe { Box::from_raw(fresh) });
+                }
+                return r;
+            }
+            if fresh.is_null() {
+                fresh = Chunk::new_with_first_claimed(head);
+            } else {
+                // SAFETY: `fresh` is ours until the CAS below succeeds.
+                unsafe { (*fresh).next = head };
+            }
+            // Release: publishes the chunk (Acquire above, in `chunks` and
+            // in `live`); SeqCst on success, as the bit set in
+            // `claim_free`. On failure a chunk was pushed since `head`
+            // was read: look for a free record in it first.
+            if self
+                .head
+                .compare_exchange(head, fresh, Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok()
+            {
+                // SAFETY: published chunks are never freed.
+                return unsafe { &(*fresh).records[0] };
+            }
+        }
+    }
+
+    /// A free record of the chunks from `head` on, oldest first, now
+    /// claimed by the caller and live.
+    fn claim_free(&self, head: *const Chunk) -> Option<&Record> {
         // Cold (a thread's first read in the domain): a few chunks, oldest
         // last in the list.
-        let chunks: Vec<&Chunk> = self.chunks().collect();
+        let chunks: Vec<&Chunk> = self.chunks_from(head).collect();
         for chunk in chunks.into_iter().rev() {
             // Relaxed: a hint; the CAS on `in_use` decides.
             let mut free = !chunk.live.load(Ordering::Relaxed) & ALL;
@@ -188,29 +239,11 @@ impl ChunkList {
                     chunk
                         .used
                         .fetch_or(1 << i, core::sync::atomic::Ordering::Relaxed);
-                    return r;
+                    return Some(r);
                 }
             }
         }
-        let mut head = self.head.load(Ordering::Relaxed);
-        let fresh = Chunk::new_with_first_claimed(head);
-        loop {
-            // Release: publishes the chunk (Acquire in `chunks` and
-            // `live`); SeqCst on success, as the bit set above.
-            match self
-                .head
-                .compare_exchange_weak(head, fresh, Ordering::SeqCst, Ordering::Relaxed)
-            {
-                Ok(_) => break,
-                Err(now) => {
-                    head = now;
-                    // SAFETY: `fresh` is ours until the CAS succeeds.
-                    unsafe { (*fresh).next = now };
-                }
-            }
-        }
-        // SAFETY: published chunks are never freed.
-        unsafe { &(*fresh).records[0] }
+        None
     }
 
     /// Records ever claimed, and of them those live and retired: for
@@ -303,6 +336,35 @@ mod tests {
                 });
             }
         });
+    }
+
+    /// Threads whose first reads race find the chunks full together: one
+    /// chunk is pushed, and the records ever claimed stay the most threads
+    /// registered at once, batch after batch.
+    #[test]
+    fn racing_first_claims_share_one_chunk() {
+        static D: Domain = Domain::new();
+        static LOCK: PrwLock = PrwLock::in_domain(&D);
+        const N: usize = 8;
+        for _ in 0..4 {
+            let start = std::sync::Barrier::new(N);
+            let all = std::sync::Barrier::new(N);
+            std::thread::scope(|s| {
+                for _ in 0..N {
+                    s.spawn(|| {
+                        start.wait();
+                        read_once(&LOCK);
+                        all.wait();
+                    });
+                }
+            });
+            // As in the test below: scoped threads' thread-locals.
+            while D.stats().in_use != 0 {
+                std::thread::yield_now();
+            }
+        }
+        assert_eq!(D.records.chunks().count(), 1, "{:?}", D.stats());
+        assert_eq!(D.stats().records, N);
     }
 
     #[test]
