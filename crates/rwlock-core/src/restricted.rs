@@ -109,7 +109,9 @@
 //!   head of the passive queue, so one that finds `q` threads ahead of it
 //!   waits about `(q + 1) × PATIENCE` beyond `L`'s own wait, at most. No
 //!   thread starves, and restriction adds no deadlock: a passive wait
-//!   always ends, whatever the holders do.
+//!   always ends, whatever the holders do. A thread already passive (a
+//!   signal handler that interrupted its passive stint and locks) is let
+//!   in at once rather than queued behind its own ticket.
 //! - Try forms never wait in the gate (they do not wait at all); timed
 //!   forms wait in it no longer than their deadline (they poll for room
 //!   instead of taking a ticket, so giving up leaves the queue intact).
@@ -177,6 +179,14 @@ fn default_limit(reserved: u32) -> u32 {
 /// 1 and at most [`DEFAULT_LIMIT_MAX`].
 fn default_limit_for(cpus: u32, reserved: u32) -> u32 {
     cpus.saturating_sub(reserved).clamp(1, DEFAULT_LIMIT_MAX)
+}
+
+std::thread_local! {
+    /// Whether this thread is in a passive stint now (`Gate::admit_passive`,
+    /// from its ticket to its hand-over). A `const` thread-local without a
+    /// destructor: a plain TLS word, safe to touch from a signal handler and
+    /// during thread-local teardown.
+    static PASSIVE_HERE: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
 }
 
 /// The admission gate: what [`Restricted`] puts in front of a lock, for a
@@ -405,8 +415,22 @@ impl Gate {
     /// The passive queue: sleep until this thread's ticket is the head,
     /// then, as the standby, poll for room (forcing the way in after
     /// `PATIENCE`), then hand the head role to the next ticket.
+    ///
+    /// A thread that is passive already, in this gate or another, is let in
+    /// at once instead: it can only get here from a signal handler that
+    /// interrupted its passive stint (or a callback run inside one), and a
+    /// ticket taken there would wait behind the thread's own, which cannot
+    /// move until the handler returns. (Found in review on 2026-11-28: the
+    /// preload library documents that a handler may lock while its thread
+    /// is inside a lock call, and prwlock's readers and LDU's drains, whose
+    /// waits take no ticket of their own, would hang there only because of
+    /// the gate.)
     #[cold]
     fn admit_passive(&self) {
+        if PASSIVE_HERE.with(|p| p.replace(true)) {
+            self.try_admit(true);
+            return;
+        }
         let ticket = self.passive.join();
         let forced_at = Instant::now() + PATIENCE;
         while !self.try_admit(false) {
@@ -419,6 +443,7 @@ impl Gate {
             std::thread::sleep(POLL.min(forced_at - now));
         }
         self.passive.hand_over(ticket);
+        PASSIVE_HERE.with(|p| p.set(false));
     }
 
     /// Admission for a timed acquisition: polls for room like the standby
@@ -1054,6 +1079,95 @@ mod tests {
         // Relaxed: single-threaded; the occupied slot is still taken.
         assert_eq!(u64::from(lock.gate().active()), 1);
         took
+    }
+
+    /// A signal handler that goes through the gate while its thread is
+    /// passive in it is let in at once: a ticket of its own would wait
+    /// behind the thread's, which cannot move until the handler returns.
+    /// (Without the check in `admit_passive` the handler parks for good and
+    /// this test fails at its 10 s deadline.)
+    #[test]
+    fn a_signal_handler_on_a_passive_thread_is_let_in() {
+        use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize};
+        static GATE: Gate = Gate::with_limit(1);
+        /// 0: the handler has not finished; 1: it finished, having
+        /// interrupted a passive stint; 2: it finished, having not.
+        static HANDLER: AtomicU8 = AtomicU8::new(0);
+        extern "C" fn handler(_: libc::c_int) {
+            let passive = PASSIVE_HERE.with(|p| p.get());
+            GATE.wait(|| ());
+            // SeqCst: test bookkeeping.
+            HANDLER.store(if passive { 1 } else { 2 }, Ordering::SeqCst);
+        }
+        let _watchdog = watchdog(120, "a_signal_handler_on_a_passive_thread_is_let_in");
+        // SAFETY: a zeroed `sigaction` is a valid value to fill in; the
+        // handler is an `extern "C" fn(c_int)`, as `sa_sigaction` without
+        // `SA_SIGINFO` expects. No other test of this binary uses SIGUSR1.
+        unsafe {
+            let mut sa: libc::sigaction = core::mem::zeroed();
+            sa.sa_sigaction = handler as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            assert_eq!(
+                libc::sigaction(libc::SIGUSR1, &sa, core::ptr::null_mut()),
+                0
+            );
+        }
+        GATE.engage();
+        // Occupy the only slot for good: every later admission is passive
+        // (its CPU counts as shared) until forced in after PATIENCE.
+        assert!(GATE.try_admit(false));
+        for _ in 0..200 {
+            HANDLER.store(0, Ordering::SeqCst);
+            let tid = std::sync::Arc::new(AtomicUsize::new(0));
+            let through = std::sync::Arc::new(AtomicBool::new(false));
+            let release = std::sync::Arc::new(AtomicBool::new(false));
+            let t = {
+                let (tid, through, release) = (tid.clone(), through.clone(), release.clone());
+                std::thread::spawn(move || {
+                    crate::wait::set_cpu_shared(true);
+                    tid.store(pthread_self_id(), Ordering::SeqCst);
+                    GATE.wait(|| ());
+                    through.store(true, Ordering::SeqCst);
+                    // Alive until the signal was handled.
+                    while !release.load(Ordering::SeqCst) {
+                        std::thread::yield_now();
+                    }
+                })
+            };
+            while tid.load(Ordering::SeqCst) == 0
+                || (GATE.passive_waiters() == 0 && !through.load(Ordering::SeqCst))
+            {
+                std::hint::spin_loop();
+            }
+            // SAFETY: the thread is alive (it waits for `release`).
+            let rc = unsafe {
+                libc::pthread_kill(tid.load(Ordering::SeqCst) as libc::pthread_t, libc::SIGUSR1)
+            };
+            assert_eq!(rc, 0);
+            let t0 = Instant::now();
+            while HANDLER.load(Ordering::SeqCst) == 0 {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(10),
+                    "a signal handler on a passive thread did not get through the gate"
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            release.store(true, Ordering::SeqCst);
+            t.join().unwrap();
+            if HANDLER.load(Ordering::SeqCst) == 1 {
+                assert_eq!(GATE.passive_waiters(), 0);
+                // Only the occupied slot is still taken.
+                assert_eq!(GATE.active(), 1);
+                return;
+            }
+        }
+        panic!("no signal landed in a passive stint in 200 attempts");
+    }
+
+    fn pthread_self_id() -> usize {
+        // SAFETY: `pthread_self` has no preconditions.
+        unsafe { libc::pthread_self() as usize }
     }
 
     /// The passive queue's head gets in within PATIENCE (plus scheduling)

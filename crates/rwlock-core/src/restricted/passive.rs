@@ -44,7 +44,8 @@
 //!
 //! # Orderings
 //!
-//! `tail` is Relaxed (ticket numbers only). `head`: the hand-over's Release
+//! `tail`: the join's Release read-modify-write pairs with `len`'s Acquire
+//! loads (a count of one moment, see `join`). `head`: the hand-over's Release
 //! store pairs with the next standby's Acquire load, so what the previous
 //! standby did happens before the next one runs; the re-check under the
 //! bucket lock may be Relaxed (the bucket lock orders it after the store).
@@ -84,7 +85,8 @@ impl PassiveQueue {
         // with `hand_over`'s Release store, which follows the served
         // thread's `fetch_add` of `tail`: the tail read after it is no
         // smaller than the head, so the difference does not wrap. Acquire
-        // on `tail`: keeps the reads in this order.
+        // on `tail`: keeps the reads in this order, and pairs with the
+        // joins' Release (`join`), so the head is no older than the tail.
         let mut tail = self.tail.load(Ordering::Acquire);
         loop {
             let head = self.head.load(Ordering::Acquire);
@@ -100,8 +102,14 @@ impl PassiveQueue {
     /// caller is then the standby and must [`hand_over`](Self::hand_over)
     /// it).
     pub(super) fn join(&self) -> u32 {
-        // Relaxed: ticket numbers only; the hand-over orders.
-        let ticket = self.tail.fetch_add(1, Ordering::Relaxed);
+        // Release: pairs with the Acquire loads of `tail` in `len`. The
+        // joins form one release sequence, so a `len` that reads this
+        // ticket's tail also sees every head stored before any of the
+        // joins up to it (a joiner's own earlier `hand_over` included), and
+        // does not pair the new tail with a head older than that (on a
+        // weakly ordered target it could, counting a thread already gone;
+        // found in review). Entry into the queue is ordered by `head`.
+        let ticket = self.tail.fetch_add(1, Ordering::Release);
         // Acquire: pairs with the Release store of `hand_over`.
         while self.head.load(Ordering::Acquire) != ticket {
             self.park_while_not_served(ticket);
