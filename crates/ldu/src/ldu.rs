@@ -227,6 +227,14 @@ fn next_log_id() -> usize {
 /// reader-writer lock `R` (any `lock_api::RawRwLock`; by default
 /// parking_lot's).
 ///
+/// `R::is_locked_exclusive` must answer `true` while a writer holds the
+/// lock (as lock_api's default, a failed `try_lock_shared`, and every lock
+/// of this workspace do): [`synchronize`](Self::synchronize) finding the
+/// log empty asks it whether a drain is still applying what it took, and
+/// waits for that drain only if so. A lock that answered `false` while
+/// held would let `synchronize` return before the caller's updates reach
+/// the target. (Pointed out in review, 2026-11-28.)
+///
 /// Why parking_lot's by default: whenever updates are pending, a read takes
 /// the write lock (to apply them), so the lock sees a writer-heavy stream
 /// from whichever threads read. A lock whose running thread may take it

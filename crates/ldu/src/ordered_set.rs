@@ -173,7 +173,11 @@ impl<T: Ord + Clone> Target for OrderedSet<T> {
         // panic between taking the first member out and putting it back
         // lost that member, which need not be the item removed: found in
         // review.) One map operation changes the set: each BTreeMap
-        // operation compares before it changes anything.
+        // operation compares before it changes anything. The one exception
+        // is an item that is not a member (the log's invariant already
+        // broken, and `missing` panics next): the first member taken out
+        // to compare is put back, comparing again, and an `Ord` that
+        // panics there loses it from the set.
         if self.later.is_empty() {
             // The usual case, one search: no member shares a value, so the
             // item is a member only as the first of its value.

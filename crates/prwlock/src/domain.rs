@@ -861,7 +861,8 @@ impl Drop for Registrations {
 /// Records the calling thread retired in its thread-local teardown (a hold
 /// still in them), so that the thread can still tell it holds them
 /// ([`find_retired`]). Bounded: a thread that retires more than this
-/// (holds leaked or alive in more domains at once) keeps the first ones.
+/// (holds leaked or alive in more domains at once) keeps the first ones
+/// and notes that it lost some ([`retired_unkept`]).
 const RETIRED_KEPT: usize = 4;
 
 /// [`RETIRED_KEPT`] pairs (domain, record) of the calling thread, null
@@ -869,13 +870,32 @@ const RETIRED_KEPT: usize = 4;
 type RetiredHere = [(*const Domain, *const Record); RETIRED_KEPT];
 
 fn keep_retired(domain: &'static Domain, record: &'static Record) {
-    let _ = RETIRED_HERE.try_with(|kept| {
-        let mut pairs = kept.get();
-        if let Some(free) = pairs.iter_mut().find(|(d, _)| d.is_null()) {
+    let kept = RETIRED_HERE
+        .try_with(|kept| {
+            let mut pairs = kept.get();
+            let Some(free) = pairs.iter_mut().find(|(d, _)| d.is_null()) else {
+                return false;
+            };
             *free = (domain, record);
             kept.set(pairs);
-        }
-    });
+            true
+        })
+        .unwrap_or(false);
+    if !kept {
+        let _ = RETIRED_UNKEPT.try_with(|u| u.set(true));
+    }
+}
+
+/// Whether the calling thread retired a record it could not keep (beyond
+/// [`RETIRED_KEPT`]): it can then no longer tell, in any domain, whether
+/// it still holds something there ([`find_retired`] answers `None` for
+/// that record's domain). FCP-RCU counts the thread as in a section of
+/// every domain then, as it does for the sections it cannot count
+/// (`ActiveHere::untracked`): a `defer` only queues and a `synchronize`
+/// panics, rather than wait for the thread's own section. (Found in review
+/// on 2026-11-28: it waited for itself, a hang at thread exit.)
+pub(crate) fn retired_unkept() -> bool {
+    RETIRED_UNKEPT.try_with(Cell::get).unwrap_or(true)
 }
 
 /// The record the calling thread retired in `domain` during its
@@ -922,6 +942,8 @@ crate::sync::thread_local! {
     /// `REGISTRATIONS`.
     static RETIRED_HERE: Cell<RetiredHere> =
         const { Cell::new([(ptr::null(), ptr::null()); RETIRED_KEPT]) };
+    /// The thread retired a record `RETIRED_HERE` had no room for.
+    static RETIRED_UNKEPT: Cell<bool> = const { Cell::new(false) };
     /// A call of `with_registrations` is running on this thread.
     static IN_REGISTRATIONS: Cell<bool> = const { Cell::new(false) };
     /// `REGISTRATIONS` has been destroyed (its destructor ran).
@@ -938,6 +960,7 @@ crate::sync::thread_local! {
     static REGISTRATIONS: Registrations = Registrations { list: RefCell::new(Vec::new()) };
     static RCU_CACHE: Cell<(*const Domain, *const Record)> = Cell::new((ptr::null(), ptr::null()));
     static RETIRED_HERE: Cell<RetiredHere> = Cell::new([(ptr::null(), ptr::null()); RETIRED_KEPT]);
+    static RETIRED_UNKEPT: Cell<bool> = Cell::new(false);
     static IN_REGISTRATIONS: Cell<bool> = Cell::new(false);
     static REGISTRATIONS_GONE: Cell<bool> = Cell::new(false);
     static REGISTRATIONS_READY: Cell<bool> = Cell::new(false);

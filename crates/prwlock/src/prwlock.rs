@@ -921,7 +921,10 @@ impl PrwLock {
 
     /// The calling thread's record, after checking that it does not read
     /// this lock (a write request inside one's own read section would wait
-    /// for itself forever).
+    /// for itself forever). Not checked for a thread in its teardown that
+    /// retired more records than it could keep (`domain::retired_unkept`:
+    /// holds leaked in more than four domains at its exit), whose record
+    /// here may be the one lost.
     fn own_record_not_reading(&self) -> *const Record {
         let own = domain::find(self.domain);
         // No registration: none yet, or the thread's thread-locals are being

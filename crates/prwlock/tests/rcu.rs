@@ -474,6 +474,56 @@ fn a_guard_alive_during_thread_local_teardown_is_waited_for() {
     D.synchronize();
 }
 
+/// A thread that exits with sections open in more domains than it can
+/// keep records of (four) cannot tell which of them it is still in: in its
+/// teardown it counts as in a section of every domain, so a `synchronize`
+/// there would panic instead of waiting for the thread's own section.
+/// (Found in review on 2026-11-28: the fifth domain's answer was "not in a
+/// section", and a `synchronize` of it from a thread-local destructor
+/// waited for itself.)
+#[test]
+fn a_thread_that_exits_in_five_domains_counts_as_reading_in_all() {
+    static D: [RcuDomain; 5] = [
+        RcuDomain::new(),
+        RcuDomain::new(),
+        RcuDomain::new(),
+        RcuDomain::new(),
+        RcuDomain::new(),
+    ];
+    /// Domain 4 and a domain the thread never read, as its teardown sees
+    /// them (0: not run yet; 1: not in a section; 2: in one).
+    static SEEN: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
+    static OTHER: RcuDomain = RcuDomain::new();
+    struct Probe;
+    impl Drop for Probe {
+        fn drop(&mut self) {
+            for (seen, d) in SEEN.iter().zip([&D[4], &OTHER]) {
+                let now = if d.in_read_section() { 2 } else { 1 };
+                // SeqCst: read after the join.
+                seen.store(now, Ordering::SeqCst);
+            }
+        }
+    }
+    std::thread_local! {
+        static PROBE: std::cell::RefCell<Option<Probe>> = const { std::cell::RefCell::new(None) };
+    }
+    thread::spawn(|| {
+        // First touched before the thread's first read, so destroyed after
+        // the thread's records are given back (reverse order).
+        PROBE.with(|p| *p.borrow_mut() = Some(Probe));
+        for d in &D {
+            // Leaked: the section stays open through the teardown, and the
+            // record is retired (these domains are never synchronized).
+            std::mem::forget(d.read());
+        }
+    })
+    .join()
+    .unwrap();
+    // SeqCst: written before the join.
+    let seen = [0, 1].map(|i| SEEN[i].load(Ordering::SeqCst));
+    assert_eq!(seen, [2, 2], "1: not in a section, 2: in one");
+}
+
 /// Runs `f` on a thread of its own; whether it finished within `secs`
 /// (the hang tests below fail instead of hanging the suite).
 fn finishes_within(secs: u64, f: impl FnOnce() + Send + 'static) -> bool {

@@ -220,3 +220,47 @@ fn a_panicking_callback_lets_the_rest_of_its_batch_run() {
     D.barrier();
     assert_eq!(*cell.load(), 1);
 }
+
+#[test]
+fn child_a_value_retired_while_unwinding() {
+    if !is_child() {
+        return;
+    }
+    static D: RcuDomain = RcuDomain::new();
+    struct StoreOnDrop<'a>(&'a RcuCell<u32>);
+    impl Drop for StoreOnDrop<'_> {
+        fn drop(&mut self) {
+            self.0.store(Arc::new(2));
+        }
+    }
+    D.set_batch_size(2);
+    {
+        // Inside a section a deferral only queues.
+        let _g = D.read();
+        D.defer(|| panic!("a deferred callback's bug"));
+    }
+    let cell = RcuCell::from_pointee_in(0u32, &D);
+    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _s = StoreOnDrop(&cell);
+        panic!("the caller's own panic");
+    }));
+    assert!(unwound.is_err());
+    // The old value filled the batch while the thread unwound.
+    assert_eq!(D.stats().pending, 2, "only queued while unwinding");
+    let reclaimed = std::panic::catch_unwind(|| D.barrier());
+    assert!(
+        reclaimed.is_err(),
+        "the callback's panic comes with the next reclaim"
+    );
+    assert_eq!(D.stats().pending, 0);
+    assert_eq!(*cell.load(), 2);
+}
+
+/// A destructor that updates a cell while its thread unwinds fills the
+/// batch, whose callback panics: the batch is only queued, since running it
+/// there would resume that panic during the unwinding and abort the process
+/// (found in review on 2026-11-28; runs in a child, where the abort shows).
+#[test]
+fn a_value_retired_while_unwinding_is_only_queued() {
+    in_child("child_a_value_retired_while_unwinding");
+}

@@ -306,6 +306,13 @@ impl<T: Send + Sync + 'static> RcuCell<T> {
 /// A value replaced in an [`RcuCell`] ([`RcuCell::replace`]): dropped
 /// after a grace period once this is dropped. Readers may still see it
 /// until then, so it gives no access to the value.
+///
+/// # Panics
+/// Dropping it defers the value's drop, which may fill the domain's batch
+/// and run it on this thread: a callback's panic (perhaps another
+/// thread's callback) then resumes from the drop. Not while the thread
+/// unwinds from a panic: the batch is then only queued (see the `defer`
+/// docs of [`RcuDomain`]).
 #[must_use = "dropping it retires the old value; drop it after releasing your locks"]
 pub struct Retired<T: Send + Sync + 'static> {
     /// `Arc::into_raw` of the replaced value; one count, ours.

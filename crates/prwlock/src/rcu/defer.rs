@@ -7,10 +7,12 @@
 //! whoever calls `synchronize`"); a `defer` that brings the queue to the
 //! batch size calls `synchronize` itself (unless it runs inside a read
 //! section or inside a callback, below). So the memory held back is
-//! bounded by the batch size, plus one callback per thread deferring at
-//! that moment, plus whatever is deferred inside read sections (those
-//! callers cannot wait for a grace period, and leave the batch to the next
-//! caller). `RcuCell` retires its old values here without boxing a
+//! bounded by about one batch per thread: the queue (the batch size, plus
+//! one callback per thread deferring at that moment, plus whatever is
+//! deferred inside read sections, whose callers cannot wait for a grace
+//! period and leave the batch to the next caller), and the batch each
+//! thread inside `synchronize` took and holds until its grace period ends
+//! (a reader that sleeps in its section makes every such thread hold one). `RcuCell` retires its old values here without boxing a
 //! closure. The FCP paper's update throughput peaks below a batch of 100
 //! (Fig. 22), where a grace period costs a few microseconds; here one
 //! costs up to tens of microseconds on 2 cores with membarrier (an idle
@@ -42,13 +44,25 @@
 //! `barrier` called from inside a callback still run a batch there: what
 //! is queued then.)
 //!
+//! While a thread unwinds from a panic, its `defer` (and an `RcuCell`
+//! update, or a [`Retired`](super::Retired) dropped by the unwinding)
+//! that fills the batch only queues: reclaiming there would resume a
+//! callback's panic inside the unwinding, which aborts the process. The
+//! next reclaiming call runs the batch.
+//!
 //! Callbacks run on whichever thread reclaims: a caller of `synchronize`
 //! or `barrier`, or of a `defer` or `RcuCell` update that filled the
 //! batch, which may be a thread in its thread-local teardown (a destructor
 //! there that updates a cell). A callback must therefore not rely on the
 //! thread-locals of the thread it runs on (`LocalKey::try_with`, not
 //! `with`, if it must), as with `call_rcu`, whose callbacks run on another
-//! thread.
+//! thread. That thread may also be inside read sections of *other*
+//! domains (and locks of its own): a callback that calls `synchronize` or
+//! `barrier` on another domain then panics if the reclaiming thread is in
+//! a section of that domain, and can deadlock with a thread that waits,
+//! inside a section of that domain, for this batch (its `barrier`). Keep
+//! callbacks to freeing memory; a callback that must wait for another
+//! domain's grace period should `defer` on that domain instead.
 //!
 //! Drop order: the callbacks of one batch run in the order they were
 //! deferred; batches taken by different threads may run at the same time,
@@ -370,7 +384,12 @@ impl RcuDomain {
     ///
     /// Inside a read section of this domain the callback is only queued
     /// (the caller cannot wait for a grace period); a later call outside
-    /// one, or [`barrier`](Self::barrier), runs it.
+    /// one, or [`barrier`](Self::barrier), runs it. So it is while the
+    /// thread unwinds from a panic (module docs).
+    ///
+    /// # Panics
+    /// If the batch this call runs has a callback that panics (the first
+    /// such panic resumes here once the batch has run).
     pub fn defer(&'static self, f: impl FnOnce() + Send + 'static) {
         self.defer_callback(Callback::Boxed(Box::new(f)));
     }
@@ -395,9 +414,13 @@ impl RcuDomain {
             if in_callback() {
                 // Not here: a batch per level of the stack (module docs).
                 note_filled(self);
-            } else {
+            } else if !std::thread::panicking() {
                 self.reclaim();
             }
+            // While the thread unwinds (a destructor that retires a value,
+            // a `Retired` dropped by the unwinding), only queued: a
+            // callback's panic resumed from here would be a panic during a
+            // panic, which aborts the process (module docs).
         }
     }
 

@@ -29,13 +29,14 @@
 //!
 //! # State
 //!
-//! Per domain, `state` (one word, written only by synchronizers):
+//! Per domain, `state` (one word, written by synchronizers, and by a
+//! reader only to set the sticky `FENCED` flag, `mark_fenced`):
 //!
 //! | bits  | name      | meaning                                                        |
 //! |-------|-----------|----------------------------------------------------------------|
 //! | 0     | `PARKED`  | a synchronizer waits (and may sleep) for readers: releases wake it |
 //! | 1     | `FENCED`  | sticky: the process runs in `Fence` mode; releases run a fence |
-//! | 2..61 | version   | consensus rounds started, times 4 (`STEP`)                     |
+//! | 2..60 | version   | consensus rounds started, times 4 (`STEP`); slot words keep bit 61 for `HOLD`, so it wraps after 2^59 rounds (centuries) |
 //!
 //! Per thread and domain, slot 0 of its status record (`domain::Record`,
 //! the layout the kernel helper reads):
@@ -455,9 +456,11 @@ impl RcuDomain {
     /// freed. Sections nest. The guard stays on its thread (not `Send`).
     ///
     /// Blocking inside a section is allowed (a synchronizer sleeps until
-    /// the section ends) but delays every synchronizer of the domain, and
-    /// calling `synchronize` (or a `defer` that would reclaim) inside one
-    /// panics, since it would wait for itself. Leaking the guard
+    /// the section ends) but delays every synchronizer of the domain.
+    /// Calling `synchronize` or `barrier` inside one panics, since it would
+    /// wait for itself; a `defer` (or an `RcuCell` update) inside one only
+    /// queues, so a loop of updates inside one section never reclaims
+    /// ([`RcuCell::store`]). Leaking the guard
     /// (`mem::forget`) leaves the thread in the section for good, as a
     /// leaked read guard keeps a lock read-locked: every later
     /// `synchronize` of the domain waits forever, even after the thread
@@ -640,10 +643,12 @@ impl RcuDomain {
     /// `in_read_section` for a thread without a record here: one that
     /// never read in the domain, or whose thread-locals are being
     /// destroyed, whose sections are then counted in `active` or open on
-    /// the record it retired (a guard that outlived its registrations).
+    /// the record it retired (a guard that outlived its registrations;
+    /// if it retired more records than it could keep, any domain counts).
     #[cold]
     fn in_section_without_record(&'static self) -> bool {
         ActiveHere::holds(self)
+            || domain::retired_unkept()
             || domain::find_retired(&self.records)
                 // Relaxed: own word.
                 .is_some_and(|r| r.slot(0).load(Ordering::Relaxed) & FREE == 0)
