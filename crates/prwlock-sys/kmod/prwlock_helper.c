@@ -45,9 +45,11 @@
  *    preemption disabled), by the reaper work;
  *  - when the device file is released (the process exits, or closes it)
  *    while threads are still registered, their records are let go at once
- *    (the notifiers stop writing them, an RCU grace period lets a running
- *    notifier finish, the records read 0 again and their pages are
- *    unpinned), and the emptied registrations move to the orphan list,
+ *    (the notifiers stop marking them off CPU, and a sched-in clears its
+ *    thread's marks; an RCU grace period lets a running notifier finish;
+ *    the records read 0 again; a second grace period lets a clearing
+ *    sched-in finish; their pages are unpinned), and the emptied
+ *    registrations move to the orphan list,
  *    still linked to their live tasks. A thread that registers again,
  *    through any descriptor, adopts its orphan instead of linking another
  *    notifier; the reaper frees an orphan once its task is dead. Each
@@ -121,6 +123,8 @@ struct prw_thread {
 				     * or set to 0 by release (READ_ONCE in the
 				     * notifiers) */
 	int pinned;                 /* release: records to let go after the GP */
+	int clearing;               /* release: records sched-in clears while
+				     * nrec reads 0 (first GP, prw_release) */
 	struct prw_rec recs[PRW_RECORDS_PER_THREAD];
 };
 
@@ -146,8 +150,23 @@ static void prw_sched_in(struct preempt_notifier *pn, int cpu)
 	int i, n = READ_ONCE(t->nrec);
 
 	WRITE_ONCE(t->cpu, cpu);
-	for (i = 0; i < n; i++)
-		WRITE_ONCE(t->recs[i].k->on_cpu, PRWLOCK_ON_CPU | (u32)cpu);
+	if (n != 0) {
+		for (i = 0; i < n; i++)
+			WRITE_ONCE(t->recs[i].k->on_cpu, PRWLOCK_ON_CPU | (u32)cpu);
+	} else {
+		/*
+		 * The file is being released (or this is an orphan, clearing
+		 * 0): clear the off-CPU marks this thread's sched-out left, so
+		 * that no record says off CPU while its owner runs (a writer
+		 * would count it as reported and skip the barrier). Pairs with
+		 * the smp_wmb() in prw_release(): nrec read 0 there, so
+		 * clearing reads the count it had before.
+		 */
+		smp_rmb();
+		n = READ_ONCE(t->clearing);
+		for (i = 0; i < n; i++)
+			WRITE_ONCE(t->recs[i].k->on_cpu, 0);
+	}
 	/*
 	 * Pairs with smp_mb() in prw_consensus() before it reads t->cpu: either
 	 * the writer sees this CPU, or this thread's next user-space load sees
@@ -624,21 +643,31 @@ static int prw_release(struct inode *inode, struct file *file)
 	list_splice_init(&f->threads, &gone);
 	mutex_unlock(&f->lock);
 	/* Let every record go (module docs, Lifetimes): first the notifiers
-	 * stop writing them... */
+	 * stop marking them (a sched-in only clears them from now on)... */
 	list_for_each_entry(t, &gone, node) {
 		t->pinned = t->nrec;
+		WRITE_ONCE(t->clearing, t->nrec);
+		/* Pairs with smp_rmb() in prw_sched_in(). */
+		smp_wmb();
 		WRITE_ONCE(t->nrec, 0);
 	}
 	if (!list_empty(&gone)) {
 		/* ...then a notifier that read the old count (it runs with
-		 * preemption off) has returned... */
+		 * preemption off) has returned, so nothing marks a record off
+		 * CPU again; clear the marks left... */
+		synchronize_rcu();
+		list_for_each_entry(t, &gone, node) {
+			for (i = 0; i < t->pinned; i++)
+				WRITE_ONCE(t->recs[i].k->on_cpu, 0);
+			WRITE_ONCE(t->clearing, 0);
+		}
+		/* ...then a sched-in that read the old clearing count has
+		 * returned too... */
 		synchronize_rcu();
 		list_for_each_entry_safe(t, tmp, &gone, node) {
 			/* ...so the records are the owners' again. */
-			for (i = 0; i < t->pinned; i++) {
-				WRITE_ONCE(t->recs[i].k->on_cpu, 0);
+			for (i = 0; i < t->pinned; i++)
 				unpin_user_pages_dirty_lock(&t->recs[i].page, 1, true);
-			}
 			t->pinned = 0;
 			list_del(&t->node);
 			prw_orphan(t);

@@ -292,6 +292,63 @@ fn closing_the_device_with_threads_registered_is_clean() {
     }
 }
 
+/// While the device is released, a registered thread that comes back on a
+/// CPU never finds its own record saying it is off CPU: a writer counts
+/// such a record as reported and skips the barrier, and the thread may take
+/// a passive hold meanwhile. (Found in review on 2026-11-28: the release
+/// stopped the notifiers, waited a grace period, then cleared the records,
+/// so a thread descheduled before the release and scheduled in during that
+/// grace period ran with its record saying off CPU.)
+#[test]
+#[ignore = "needs the prwlock_helper module (scripts/vm-test loads it)"]
+fn a_thread_running_during_the_release_is_never_marked_off_cpu() {
+    use std::sync::atomic::AtomicBool;
+    use std::time::Duration;
+    let records = arena();
+    for round in 0..10 {
+        let dev = Arc::new(Device::open().unwrap());
+        let registered = Arc::new(std::sync::Barrier::new(5));
+        let stop = Arc::new(AtomicBool::new(false));
+        let threads: Vec<_> = (0..4)
+            .map(|i| {
+                let (dev, registered, stop) = (dev.clone(), registered.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    // SAFETY: arena records, never freed.
+                    unsafe { dev.register(&records[i], round) }.unwrap();
+                    drop(dev); // the main thread's is the last descriptor
+                    registered.wait();
+                    // Off CPU and back, again and again, across the release.
+                    let (mut wakes, mut stale) = (0u32, 0u32);
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(Duration::from_micros(100));
+                        wakes += 1;
+                        // Running now: on this CPU, or no longer tracked.
+                        if records[i].placement() == Placement::OffCpu {
+                            stale += 1;
+                        }
+                    }
+                    (wakes, stale)
+                })
+            })
+            .collect();
+        registered.wait();
+        std::thread::sleep(Duration::from_millis(5));
+        drop(Arc::into_inner(dev).expect("the threads dropped theirs"));
+        std::thread::sleep(Duration::from_millis(5));
+        stop.store(true, Ordering::Relaxed);
+        for t in threads {
+            let (wakes, stale) = t.join().unwrap();
+            assert_eq!(
+                stale, 0,
+                "round {round}: {stale} of {wakes} wake-ups found the running thread marked off CPU"
+            );
+        }
+        for r in &records[..4] {
+            assert_eq!(r.placement(), Placement::Untracked);
+        }
+    }
+}
+
 #[test]
 #[ignore = "needs the prwlock_helper module (scripts/vm-test loads it)"]
 fn closing_the_device_lets_the_records_go_and_a_new_descriptor_adopts_the_thread() {

@@ -21,8 +21,9 @@
 //!   extra ones are taken in active mode (the lock's shared counter). A slot
 //!   converted by `schedule_out` holds `id | CONVERTED`, which writers do not
 //!   wait for (the lock's active count stands for it instead);
-//! - `version`: the last domain version its owner reported (Fig. 3/7:
-//!   `st.version <- lock.version`);
+//! - the last domain version its owner reported (Fig. 3/7: `st.version <-
+//!   lock.version`): not a field of its own, but the free slots' words,
+//!   `FREE | version`;
 //!
 //! Ids rather than addresses identify locks in slots: a read guard that is
 //! leaked (`mem::forget`) keeps its lock read-locked forever, as in every

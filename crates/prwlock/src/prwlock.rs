@@ -84,7 +84,10 @@
 //! writer's release). A writer spins, yields, then parks until the readers
 //! it waits for are gone; a passive reader's unlock checks (one load) whether
 //! a writer is parked and wakes it, with the light/heavy barrier pair closing
-//! the lost-wake-up window ([`Waiters::wait_until_with_barrier`]). A reader
+//! the lost-wake-up window ([`Waiters::wait_until_with_barrier`]; the writer
+//! runs the heavy barrier when its scan sees a hold, and a reader that
+//! withdraws a hold taken after `WRITER`, which that scan may miss, runs a
+//! full fence instead of the light barrier: `back_off`). A reader
 //! that will block inside its critical section (I/O, a condition variable,
 //! another lock) should call [`PrwLock::schedule_out`] first (Fig. 7
 //! `ScheduleOut`): its hold moves to `active`, and a writer waiting for it
@@ -477,20 +480,36 @@ impl PrwLock {
         if self.state.load(Ordering::Acquire) & (WRITER | ACTIVE_MODE) == 0 {
             return Some(ReadToken::passive(record, slot));
         }
-        self.back_off(record, slot, BarrierMode::Membarrier);
+        self.back_off(record, slot);
         None
     }
 
     /// A writer came in between: withdraw the hold (Fig. 3 lines 4-5).
+    ///
+    /// A full fence, not the light barrier of an unlock: the writer's
+    /// heavy barrier before it parks pairs with a reader's light one only
+    /// if its scan saw the hold (`drain_readers`), and the scan is sure to
+    /// see only holds taken before `WRITER`. This hold, taken after, may
+    /// still sit in the store buffer at that scan, become visible to the
+    /// writer's re-check (so it parks), and be withdrawn by a store whose
+    /// wake-up test read the waiter count before the writer raised it: a
+    /// writer parked for good (found in review, 2026-11-28; loom cannot
+    /// show it, since inside a model the light barrier is a SeqCst fence).
+    /// With the fence, the withdrawal and the count load are a Dekker pair
+    /// with the writer's count increment, fence and re-check: it sees the
+    /// slot free, or this load sees its count and wakes it. Backing off is
+    /// the cold path of a read that met a writer.
     #[cold]
     #[inline(never)]
-    fn back_off(&self, record: &Record, slot: usize, mode: BarrierMode) {
+    fn back_off(&self, record: &Record, slot: usize) {
         // Release: pairs with the writer's Acquire scan; reports the version
         // (Fig. 3 lines 4-5).
         record
             .slot(slot)
             .store(FREE | self.domain.version(), Ordering::Release);
-        barrier::light_in(mode);
+        // SeqCst fence: pairs with the waiter's SeqCst count increment and
+        // fence before its re-check (`Waiters::wait_until_with_barrier`).
+        fence(Ordering::SeqCst);
         self.drain.wake_all_after_barrier();
     }
 
@@ -526,7 +545,7 @@ impl PrwLock {
                 if state & (WRITER | ACTIVE_MODE) == 0 {
                     return Some(ReadToken::passive(record, slot));
                 }
-                self.back_off(record, slot, mode);
+                self.back_off(record, slot);
                 if state & WRITER != 0 {
                     return None;
                 }
