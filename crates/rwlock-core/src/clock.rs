@@ -29,7 +29,8 @@
 //! not what a model checks, and a constant keeps the model deterministic.
 
 /// Readings are raw ticks shifted right by this much (about 21 ns per unit
-/// with a 3 GHz TSC), so that 58 bits last for thousands of years.
+/// with a 3 GHz TSC), so that they fit 58 bits: the 64-bit counter itself
+/// wraps after about 195 years at 3 GHz, which the shift does not extend.
 pub const UNIT_SHIFT: u32 = 6;
 
 /// The current time in clock units (see the module docs).

@@ -254,9 +254,14 @@ impl<W: WaitPolicy> PfTicket<W> {
         // Modular add of (new - old) rewrites exactly the low byte.
         let delta = announced(low).wrapping_sub(low);
         // Relaxed would suffice for exclusion (every reader RMW is ordered
-        // against this one in rin's modification order); Acquire is free on
-        // x86 and keeps the previous writer's release chain obvious.
-        let rticket = self.readers.rin.fetch_add(delta, Ordering::Acquire) & !LOW;
+        // against this one in rin's modification order); Acquire keeps the
+        // previous writer's release chain obvious, and Release makes this
+        // writer's ticket (its `wout` reading) visible to a reader that
+        // Acquires these bits, so that the reader's `served` snapshot
+        // before withdrawing (`read_lock`) is not older than this writer
+        // (review, 2026-11-28: with Acquire alone it could be, and the
+        // reader would arrive again under the same writer). Free on x86.
+        let rticket = self.readers.rin.fetch_add(delta, Ordering::AcqRel) & !LOW;
         // `drained` Acquires: pairs with each departing reader's SeqCst
         // (Release) increment of `rout`: their reads happen before our writes.
         if !self.readers.drained(rticket) {

@@ -29,7 +29,9 @@
 //!
 //! CPU and node numbers are the operating system's. Per-CPU arrays have
 //! [`Topology::cpu_count`] entries (the highest CPU number plus one, counting
-//! every *possible* CPU, so CPUs brought online later are covered), per-node
+//! every *possible* CPU, so CPUs brought online later are covered; in the
+//! fallback without sysfs or hwloc, the CPUs the process may run on, so a
+//! CPU number may exceed it and is reduced modulo it), per-node
 //! arrays [`Topology::node_count`] entries (the highest node number plus one).
 //! A node may have no CPUs: a memory-only node (CXL or HBM memory), a gap in
 //! the node numbering, or a synthetic node beyond the CPU count; it simply

@@ -8,7 +8,12 @@
 //! `cargo bench -p rwlock-preload --bench preload` (criterion medians; the
 //! crate's README has a run).
 
-#![cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+#![cfg(all(
+    target_os = "linux",
+    target_env = "gnu",
+    target_arch = "x86_64",
+    target_pointer_width = "64"
+))]
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};

@@ -151,10 +151,40 @@ macro_rules! on_lock {
     };
 }
 
-/// The `clock` forms: as [`on_lock`], with a clock and an absolute
-/// timeout (null: `EINVAL`).
+/// The `clock` and `timed` forms: as [`on_lock`], with a clock and an
+/// absolute timeout (null: `EINVAL`, also for glibc's own locks, which
+/// would otherwise wait with no timeout). `$body` is the shared body, which
+/// the exported `clock` form and its `timed` twin (on `CLOCK_REALTIME`)
+/// both call: the `timed` form calling the exported `clock` one would bind
+/// through the library's own exported symbol (see `on_lock`).
 macro_rules! on_lock_until {
-    ($(#[$doc:meta])* fn $name:ident => $real:ident, $op:ident) => {
+    ($(#[$doc:meta])* fn $name:ident, timed $timed:ident, body $body:ident => $real:ident, $real_timed:ident, $op:ident) => {
+        /// The body of the `clock` form and its `timed` twin.
+        ///
+        /// # Safety
+        ///
+        /// As the `clock` form.
+        #[inline(always)]
+        unsafe fn $body(rw: *mut pthread_rwlock_t, clock: clockid_t, at: *const timespec) -> c_int {
+            if rw.is_null() || at.is_null() {
+                return EINVAL;
+            }
+            // POSIX's contract: `at` a readable timespec (checked non-null).
+            // SAFETY: non-null, the caller's initialised lock and timespec.
+            unsafe {
+                match ours(rw) {
+                    None => {
+                        let real = real();
+                        forward_until(rw, clock, at, real.$real, real.$real_timed)
+                    }
+                    Some(f) => match deadline(at) {
+                        None => EINVAL,
+                        Some(at) => on_family!(f, $op(rw, Wait::Until(clock, at))),
+                    },
+                }
+            }
+        }
+
         $(#[$doc])*
         ///
         /// # Safety
@@ -163,22 +193,50 @@ macro_rules! on_lock_until {
         /// readable `timespec`.
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name(rw: *mut pthread_rwlock_t, clock: clockid_t, at: *const timespec) -> c_int {
-            if rw.is_null() {
-                return EINVAL;
-            }
-            // POSIX's contract: `at` null or a readable timespec.
-            // SAFETY: non-null, the caller's initialised lock and timespec.
-            unsafe {
-                match ours(rw) {
-                    None => (real().$real)(rw, clock, at),
-                    Some(f) => match deadline(at) {
-                        None => EINVAL,
-                        Some(at) => on_family!(f, $op(rw, Wait::Until(clock, at))),
-                    },
-                }
-            }
+            // SAFETY: forwarded.
+            unsafe { $body(rw, clock, at) }
+        }
+
+        /// The `timed` twin of the `clock` form of the same operation
+        /// (`CLOCK_REALTIME`).
+        ///
+        /// # Safety
+        ///
+        /// As the `clock` form.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $timed(rw: *mut pthread_rwlock_t, at: *const timespec) -> c_int {
+            // SAFETY: forwarded.
+            unsafe { $body(rw, libc::CLOCK_REALTIME, at) }
         }
     };
+}
+
+/// A `clock` or `timed` call on one of glibc's own locks: glibc's `timed`
+/// form on `CLOCK_REALTIME` (every glibc has it), its `clock` form
+/// otherwise. glibc before 2.30 has no `clock` forms (`None`): a program
+/// that calls them was linked against a later glibc and does not load
+/// there, so only an unsupported clock can reach that case, and it gets
+/// `EINVAL` as glibc's own check would give.
+///
+/// # Safety
+///
+/// `rw` and `at` as the `clock` form's, both non-null.
+#[inline(always)]
+unsafe fn forward_until(
+    rw: *mut pthread_rwlock_t,
+    clock: clockid_t,
+    at: *const timespec,
+    clock_form: Option<crate::glibc::RwClock>,
+    timed_form: crate::glibc::RwTimed,
+) -> c_int {
+    // SAFETY: forwarded to glibc with the caller's arguments.
+    unsafe {
+        if clock == libc::CLOCK_REALTIME {
+            timed_form(rw, at)
+        } else {
+            clock_form.map_or(EINVAL, |f| f(rw, clock, at))
+        }
+    }
 }
 
 on_lock! {
@@ -195,7 +253,8 @@ on_lock! {
 }
 on_lock_until! {
     /// `pthread_rwlock_clockrdlock`.
-    fn pthread_rwlock_clockrdlock => clockrdlock, read
+    fn pthread_rwlock_clockrdlock, timed pthread_rwlock_timedrdlock, body read_until
+        => clockrdlock, timedrdlock, read
 }
 on_lock! {
     /// `pthread_rwlock_wrlock`.
@@ -207,37 +266,10 @@ on_lock! {
 }
 on_lock_until! {
     /// `pthread_rwlock_clockwrlock`.
-    fn pthread_rwlock_clockwrlock => clockwrlock, write
+    fn pthread_rwlock_clockwrlock, timed pthread_rwlock_timedwrlock, body write_until
+        => clockwrlock, timedwrlock, write
 }
 on_lock! {
     /// `pthread_rwlock_unlock`.
     fn pthread_rwlock_unlock, alias __pthread_rwlock_unlock => unlock, unlock()
-}
-
-/// `pthread_rwlock_timedrdlock` (`CLOCK_REALTIME`).
-///
-/// # Safety
-///
-/// As [`pthread_rwlock_clockrdlock`].
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pthread_rwlock_timedrdlock(
-    rw: *mut pthread_rwlock_t,
-    at: *const timespec,
-) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { pthread_rwlock_clockrdlock(rw, libc::CLOCK_REALTIME, at) }
-}
-
-/// `pthread_rwlock_timedwrlock` (`CLOCK_REALTIME`).
-///
-/// # Safety
-///
-/// As [`pthread_rwlock_clockwrlock`].
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pthread_rwlock_timedwrlock(
-    rw: *mut pthread_rwlock_t,
-    at: *const timespec,
-) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { pthread_rwlock_clockwrlock(rw, libc::CLOCK_REALTIME, at) }
 }

@@ -3,15 +3,20 @@
 //!
 //! Calling `libc::pthread_rwlock_rdlock` from inside this library would call
 //! this library (its exported symbols interpose on every caller, itself
-//! included), hence the lookup. The `timed` forms are the `clock` forms on
-//! `CLOCK_REALTIME` (as in glibc). The functions are looked up once, at the
-//! first call that needs them.
+//! included), hence the lookup. The functions are looked up once, at the
+//! first call that needs them. The `clock` forms are optional (glibc 2.30
+//! added them): on an older glibc the library forwards the `timed` forms
+//! to glibc's `timed` forms (found in review, 2026-11-28: a lookup that
+//! required the `clock` forms aborted the first forwarded call there).
 
 use libc::{c_int, c_void, clockid_t, pthread_rwlock_t, pthread_rwlockattr_t, timespec};
 use std::sync::OnceLock;
 
 type Rw = unsafe extern "C" fn(*mut pthread_rwlock_t) -> c_int;
-type RwClock = unsafe extern "C" fn(*mut pthread_rwlock_t, clockid_t, *const timespec) -> c_int;
+/// glibc's `pthread_rwlock_clock*lock`.
+pub type RwClock = unsafe extern "C" fn(*mut pthread_rwlock_t, clockid_t, *const timespec) -> c_int;
+/// glibc's `pthread_rwlock_timed*lock`.
+pub type RwTimed = unsafe extern "C" fn(*mut pthread_rwlock_t, *const timespec) -> c_int;
 type RwInit = unsafe extern "C" fn(*mut pthread_rwlock_t, *const pthread_rwlockattr_t) -> c_int;
 
 /// glibc's functions.
@@ -21,10 +26,14 @@ pub struct Real {
     pub destroy: Rw,
     pub rdlock: Rw,
     pub tryrdlock: Rw,
-    pub clockrdlock: RwClock,
+    pub timedrdlock: RwTimed,
+    /// `None` before glibc 2.30.
+    pub clockrdlock: Option<RwClock>,
     pub wrlock: Rw,
     pub trywrlock: Rw,
-    pub clockwrlock: RwClock,
+    pub timedwrlock: RwTimed,
+    /// `None` before glibc 2.30.
+    pub clockwrlock: Option<RwClock>,
     pub unlock: Rw,
 }
 
@@ -44,10 +53,13 @@ pub fn real() -> &'static Real {
 
 #[cold]
 fn lookup() -> Real {
-    fn sym(name: &std::ffi::CStr) -> *mut c_void {
+    fn optional(name: &std::ffi::CStr) -> *mut c_void {
         // RTLD_NEXT searches the objects loaded after this one (the C library).
         // SAFETY: dlsym with a NUL-terminated name.
-        let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) };
+        unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) }
+    }
+    fn sym(name: &std::ffi::CStr) -> *mut c_void {
+        let p = optional(name);
         assert!(
             !p.is_null(),
             "rwlock-preload: the C library has no {name:?}: cannot forward to it"
@@ -55,7 +67,9 @@ fn lookup() -> Real {
         p
     }
     // each pointer is the C library's function of that name, whose
-    // C signature is the one the transmute gives it (POSIX / glibc).
+    // C signature is the one the transmute gives it (POSIX / glibc); an
+    // optional one may be null, which `Option<fn>` represents as `None`
+    // (the null-pointer optimisation guaranteed for function pointers).
     // SAFETY: as the lines above say.
     unsafe {
         Real {
@@ -63,12 +77,18 @@ fn lookup() -> Real {
             destroy: std::mem::transmute::<*mut c_void, Rw>(sym(c"pthread_rwlock_destroy")),
             rdlock: std::mem::transmute::<*mut c_void, Rw>(sym(c"pthread_rwlock_rdlock")),
             tryrdlock: std::mem::transmute::<*mut c_void, Rw>(sym(c"pthread_rwlock_tryrdlock")),
-            clockrdlock: std::mem::transmute::<*mut c_void, RwClock>(sym(
+            timedrdlock: std::mem::transmute::<*mut c_void, RwTimed>(sym(
+                c"pthread_rwlock_timedrdlock",
+            )),
+            clockrdlock: std::mem::transmute::<*mut c_void, Option<RwClock>>(optional(
                 c"pthread_rwlock_clockrdlock",
             )),
             wrlock: std::mem::transmute::<*mut c_void, Rw>(sym(c"pthread_rwlock_wrlock")),
             trywrlock: std::mem::transmute::<*mut c_void, Rw>(sym(c"pthread_rwlock_trywrlock")),
-            clockwrlock: std::mem::transmute::<*mut c_void, RwClock>(sym(
+            timedwrlock: std::mem::transmute::<*mut c_void, RwTimed>(sym(
+                c"pthread_rwlock_timedwrlock",
+            )),
+            clockwrlock: std::mem::transmute::<*mut c_void, Option<RwClock>>(optional(
                 c"pthread_rwlock_clockwrlock",
             )),
             unlock: std::mem::transmute::<*mut c_void, Rw>(sym(c"pthread_rwlock_unlock")),

@@ -97,9 +97,10 @@
 //!   the next thread it starts (found in review on 2026-11-27:
 //!   `tests/thread_identity.rs`).
 //! - **Locks used before this library's constructor** (by another
-//!   library's constructor): there is no constructor; the family is read
-//!   from the environment at the first call, whenever it comes (with
-//!   `getenv`, which does not allocate).
+//!   library's constructor): the constructor only registers the `fork`
+//!   handler (`releasing`); the family is read from the environment at the
+//!   first call, whenever it comes (with `getenv`, which does not
+//!   allocate).
 //! - **Calls that re-enter the library on one thread**: a `malloc` that
 //!   takes a `pthread_rwlock_t` (called back from the library's own
 //!   allocations: a lock's first use, a table's growth, the topology's
@@ -110,6 +111,12 @@
 //!   at that level (`EPERM` from another). Found in review on 2026-11-27
 //!   (before: a stack overflow under every family, lost holds and a double
 //!   free); `reentrant_calls_every_family` runs both under every family.
+//!   One exception: the first call forwarded to glibc (the passthrough
+//!   family, or a process-shared lock) looks glibc's functions up with
+//!   `dlsym`, once, under a `OnceLock`; a call that re-enters the library
+//!   during that lookup on the same thread (a signal handler, or glibc
+//!   2.30 to 2.33's `dlsym` calling a `calloc` that takes a rwlock) waits
+//!   for the lookup it interrupted, for good.
 //! - **Reader preference**: glibc's default lock lets a reader in while a
 //!   writer waits. Most families do not (phase-fair, writer-preferring or
 //!   fair), and `PTHREAD_RWLOCK_PREFER_WRITER_NP`, which glibc ignores,
@@ -145,9 +152,13 @@
 //! - A thread holding more than 16 read locks at once moves its holds to a
 //!   heap table, freed when it is back to 16; a thread that exits holding
 //!   read locks leaves them held (glibc does too).
-//! - glibc on a 64-bit Linux only (the `pthread_rwlock_t` layout, 56 bytes,
+//! - glibc on x86-64 Linux only (the `pthread_rwlock_t` layout, 56 bytes,
 //!   `__shared` at byte 28, `__flags` at byte 48); elsewhere the crate
-//!   exports nothing.
+//!   exports nothing. (Until 2026-11-28 it exported on every 64-bit glibc
+//!   target, but aarch64, riscv64 and loongarch64 use glibc's generic
+//!   layout, `__flags` at byte 24 and `__shared` at 25: a process-shared
+//!   lock read as private there and went to a per-process family. Found in
+//!   review.)
 //!
 //! # Overhead and real programs
 //!
@@ -158,23 +169,53 @@
 
 #![deny(missing_docs)]
 
-#[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+#[cfg(all(
+    target_os = "linux",
+    target_env = "gnu",
+    target_arch = "x86_64",
+    target_pointer_width = "64"
+))]
 pub mod families;
 pub mod family;
-#[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+#[cfg(all(
+    target_os = "linux",
+    target_env = "gnu",
+    target_arch = "x86_64",
+    target_pointer_width = "64"
+))]
 mod glibc;
 pub mod held;
-#[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+#[cfg(all(
+    target_os = "linux",
+    target_env = "gnu",
+    target_arch = "x86_64",
+    target_pointer_width = "64"
+))]
 pub mod releasing;
-#[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+#[cfg(all(
+    target_os = "linux",
+    target_env = "gnu",
+    target_arch = "x86_64",
+    target_pointer_width = "64"
+))]
 pub mod shim;
 
 pub use family::Family;
 
-#[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+#[cfg(all(
+    target_os = "linux",
+    target_env = "gnu",
+    target_arch = "x86_64",
+    target_pointer_width = "64"
+))]
 mod exports;
 
-#[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+#[cfg(all(
+    target_os = "linux",
+    target_env = "gnu",
+    target_arch = "x86_64",
+    target_pointer_width = "64"
+))]
 pub use exports::*;
 
 /// The README's Rust examples, compiled and run as doc-tests (today it has

@@ -266,6 +266,23 @@ pub fn records() -> usize {
     n
 }
 
+/// Registers [`after_fork_in_child`] when the library is loaded (an ELF
+/// constructor), not at the process's first unlock: glibc 2.28 to 2.35
+/// hold their `atfork` lock while running fork handlers, and
+/// `pthread_atfork` takes it too, so a first unlock inside a fork handler
+/// (a prepare handler that write-locks and parent and child handlers that
+/// unlock) would hang `fork` (found in review, 2026-11-28). The lazy call
+/// in `claim_record` stays for a process whose first unlock comes before
+/// this constructor (another library's constructor).
+#[used]
+#[unsafe(link_section = ".init_array")]
+static REGISTER_FORK_HANDLER_AT_LOAD: extern "C" fn() = {
+    extern "C" fn at_load() {
+        register_fork_handler();
+    }
+    at_load
+};
+
 /// Registers [`after_fork_in_child`] once.
 fn register_fork_handler() {
     static REGISTERED: AtomicBool = AtomicBool::new(false);

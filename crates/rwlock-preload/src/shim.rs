@@ -125,7 +125,8 @@ unsafe fn field(rw: *mut pthread_rwlock_t, offset: usize) -> &'static AtomicU32 
     unsafe { &*rw.cast::<u8>().add(offset).cast::<AtomicU32>() }
 }
 
-/// glibc's `__shared` field (x86-64 layout).
+/// glibc's `__shared` field (x86-64 layout: the crate exports only on
+/// x86-64, `lib.rs`).
 const SHARED: usize = 28;
 /// glibc's `__flags` field: the kind.
 const FLAGS: usize = 48;

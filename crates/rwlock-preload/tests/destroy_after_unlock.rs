@@ -11,7 +11,12 @@
 //! The cohort release now frees the global lock last, and `destroy` waits
 //! for releases under way (`releasing`).
 
-#![cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+#![cfg(all(
+    target_os = "linux",
+    target_env = "gnu",
+    target_arch = "x86_64",
+    target_pointer_width = "64"
+))]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Mutex;

@@ -15,7 +15,12 @@
 //!   record operation; `scripts/install-system-deps` installs them. Without
 //!   them the test says so and passes, unless `CI` is set.
 
-#![cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+#![cfg(all(
+    target_os = "linux",
+    target_env = "gnu",
+    target_arch = "x86_64",
+    target_pointer_width = "64"
+))]
 
 use rwlock_preload::family::FAMILIES;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,12 @@
 //! that is an address there (as this library's was until review found it,
 //! 2026-11-27) made a new thread's `unlock` release the exited thread's
 //! write lock.
-#![cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+#![cfg(all(
+    target_os = "linux",
+    target_env = "gnu",
+    target_arch = "x86_64",
+    target_pointer_width = "64"
+))]
 
 use rwlock_preload::families::Pft;
 use rwlock_preload::shim::{Wait, read, unlock, write};

@@ -56,8 +56,9 @@ pub fn getcpu_syscall() -> Option<usize> {
 }
 
 /// Whether [`rdpid`] works: this is Linux on x86-64, the CPU has `RDPID`
-/// (CPUID leaf 7, ECX bit 22), and the `TSC_AUX` it reads agreed with
-/// the kernel once. Detected once, then cached.
+/// (CPUID leaf 7, ECX bit 22), the machine has fewer than 4096 CPUs
+/// (`TSC_AUX` holds 12 bits of the CPU number), and the `TSC_AUX` it reads
+/// agreed with the kernel once. Detected once, then cached.
 #[inline]
 pub fn has_rdpid() -> bool {
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
@@ -67,8 +68,9 @@ pub fn has_rdpid() -> bool {
 }
 
 /// Whether [`rdtscp`] works: this is Linux on x86-64, the CPU has `RDTSCP`
-/// (CPUID leaf 0x8000_0001, EDX bit 27), and the `TSC_AUX` it reads agreed
-/// with the kernel once. Detected once, then cached.
+/// (CPUID leaf 0x8000_0001, EDX bit 27), the machine has fewer than 4096
+/// CPUs (as [`has_rdpid`]), and the `TSC_AUX` it reads agreed with the
+/// kernel once. Detected once, then cached.
 #[inline]
 pub fn has_rdtscp() -> bool {
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
@@ -284,8 +286,22 @@ mod x86 {
         cached(&RDTSCP, probe_rdtscp)
     }
 
+    /// Whether every CPU number of the machine fits the 12 bits of
+    /// `TSC_AUX` that Linux gives the CPU (`node << 12 | cpu`): with 4096
+    /// CPUs or more, CPU 4096 + k would read as CPU k (the vDSO's `getcpu`
+    /// truncates the same way), so `TSC_AUX` is not used there. glibc
+    /// counts the configured CPUs from `/sys/devices/system/cpu/possible`.
+    fn cpu_numbers_fit_tsc_aux() -> bool {
+        // SAFETY: `sysconf` has no preconditions.
+        let configured = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
+        (1..=0x1000).contains(&configured)
+    }
+
     fn probe_rdpid() -> bool {
-        if __get_cpuid_max(0).0 < 7 || __cpuid_count(7, 0).ecx & (1 << 22) == 0 {
+        if __get_cpuid_max(0).0 < 7
+            || __cpuid_count(7, 0).ecx & (1 << 22) == 0
+            || !cpu_numbers_fit_tsc_aux()
+        {
             return false;
         }
         // SAFETY: the CPU supports RDPID, just checked.
@@ -293,7 +309,9 @@ mod x86 {
     }
 
     fn probe_rdtscp() -> bool {
-        if __get_cpuid_max(0x8000_0000).0 < 0x8000_0001 || __cpuid(0x8000_0001).edx & (1 << 27) == 0
+        if __get_cpuid_max(0x8000_0000).0 < 0x8000_0001
+            || __cpuid(0x8000_0001).edx & (1 << 27) == 0
+            || !cpu_numbers_fit_tsc_aux()
         {
             return false;
         }
