@@ -169,54 +169,35 @@
 
 #![deny(missing_docs)]
 
-#[cfg(all(
-    target_os = "linux",
-    target_env = "gnu",
-    target_arch = "x86_64",
-    target_pointer_width = "64"
-))]
-pub mod families;
+/// Items that exist only where the library exports (glibc on x86-64
+/// Linux: the layout it reads, see "Limits" above).
+macro_rules! where_it_exports {
+    ($($item:item)*) => {
+        $(
+            #[cfg(all(
+                target_os = "linux",
+                target_env = "gnu",
+                target_arch = "x86_64",
+                target_pointer_width = "64"
+            ))]
+            $item
+        )*
+    };
+}
+
 pub mod family;
-#[cfg(all(
-    target_os = "linux",
-    target_env = "gnu",
-    target_arch = "x86_64",
-    target_pointer_width = "64"
-))]
-mod glibc;
 pub mod held;
-#[cfg(all(
-    target_os = "linux",
-    target_env = "gnu",
-    target_arch = "x86_64",
-    target_pointer_width = "64"
-))]
-pub mod releasing;
-#[cfg(all(
-    target_os = "linux",
-    target_env = "gnu",
-    target_arch = "x86_64",
-    target_pointer_width = "64"
-))]
-pub mod shim;
 
 pub use family::Family;
 
-#[cfg(all(
-    target_os = "linux",
-    target_env = "gnu",
-    target_arch = "x86_64",
-    target_pointer_width = "64"
-))]
-mod exports;
-
-#[cfg(all(
-    target_os = "linux",
-    target_env = "gnu",
-    target_arch = "x86_64",
-    target_pointer_width = "64"
-))]
-pub use exports::*;
+where_it_exports! {
+    pub mod families;
+    mod glibc;
+    pub mod releasing;
+    pub mod shim;
+    mod exports;
+    pub use exports::*;
+}
 
 /// The README's Rust examples, compiled and run as doc-tests (today it has
 /// only shell ones).
