@@ -58,7 +58,7 @@
 //! to release the right slot, node or record after a migration) are in a
 //! thread-local table ([`held`]), the writer's identity in the lock.
 //!
-//! # Errors (POSIX's codes, never an abort)
+//! # Errors (POSIX's codes)
 //!
 //! - `EINVAL`: a null lock, a null or malformed `abstime` (nanoseconds
 //!   outside `[0, 1e9)`), a clock other than `CLOCK_REALTIME` and
@@ -71,6 +71,12 @@
 //! - `EPERM`: `unlock` of a lock the thread does not hold.
 //! - `EAGAIN`: 2³²−1 nested read holds of one lock by one thread.
 //! - `ENOMEM`: the family's lock could not be allocated.
+//!
+//! Bad arguments never abort. Running out of memory in the library's own
+//! per-thread tables does (a thread's 17th read hold moves its holds to the
+//! heap, and a thread's first unlock claims a record in `releasing`), as a
+//! Rust allocation failure does: only a lock's own allocation answers
+//! `ENOMEM`.
 //!
 //! A thread may read-lock a lock it already reads (POSIX): the library
 //! counts the nested hold instead of acquiring again, so a writer queued in
@@ -125,6 +131,10 @@
 //!   is queued, deadlocks on them where glibc would not (POSIX leaves the
 //!   choice to the implementation). A thread's own nested read is counted,
 //!   so it does not wait (above).
+//! - **`init` on a lock in use** (without `destroy`; undefined by POSIX,
+//!   which allows `EBUSY`): the lock word is reset, so a family whose lock
+//!   lives outside the `pthread_rwlock_t` leaks the old lock object, and
+//!   the old holders' unlocks answer `EPERM`.
 //! - **An unlock from another thread** than the one that read-locked
 //!   (undefined by POSIX; glibc accepts it, which coroutines moving between
 //!   threads may rely on) answers `EPERM` and leaves the lock held.
