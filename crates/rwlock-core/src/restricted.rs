@@ -1100,9 +1100,10 @@ mod tests {
             HANDLER.store(if passive { 1 } else { 2 }, Ordering::SeqCst);
         }
         let _watchdog = watchdog(120, "a_signal_handler_on_a_passive_thread_is_let_in");
-        // SAFETY: a zeroed `sigaction` is a valid value to fill in; the
-        // handler is an `extern "C" fn(c_int)`, as `sa_sigaction` without
-        // `SA_SIGINFO` expects. No other test of this binary uses SIGUSR1.
+        // A zeroed `sigaction` is a valid value to fill in; the handler is
+        // an `extern "C" fn(c_int)`, as `sa_sigaction` without `SA_SIGINFO`
+        // expects. No other test of this binary uses SIGUSR1.
+        // SAFETY: so installing it is sound.
         unsafe {
             let mut sa: libc::sigaction = core::mem::zeroed();
             sa.sa_sigaction = handler as extern "C" fn(libc::c_int) as libc::sighandler_t;

@@ -191,8 +191,9 @@ impl ChunkList {
             let head = self.head.load(Ordering::Acquire);
             if let Some(r) = self.claim_free(head) {
                 if !fresh.is_null() {
-                    // SAFETY: `fresh` came from `Box::into_raw` and was
-                    // never published: nobody else has it.
+                    // `fresh` came from `Box::into_raw` and was never
+                    // published.
+                    // SAFETY: so nobody else has it; it is freed once.
                     drop(unsafe { Box::from_raw(fresh) });
                 }
                 return r;
