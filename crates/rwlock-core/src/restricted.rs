@@ -1088,7 +1088,7 @@ mod tests {
     /// this test fails at its 10 s deadline.)
     #[test]
     fn a_signal_handler_on_a_passive_thread_is_let_in() {
-        use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize};
+        use std::sync::atomic::{AtomicBool, AtomicU8};
         static GATE: Gate = Gate::with_limit(1);
         /// 0: the handler has not finished; 1: it finished, having
         /// interrupted a passive stint; 2: it finished, having not.
@@ -1120,14 +1120,12 @@ mod tests {
         assert!(GATE.try_admit(false));
         for _ in 0..200 {
             HANDLER.store(0, Ordering::SeqCst);
-            let tid = std::sync::Arc::new(AtomicUsize::new(0));
             let through = std::sync::Arc::new(AtomicBool::new(false));
             let release = std::sync::Arc::new(AtomicBool::new(false));
             let t = {
-                let (tid, through, release) = (tid.clone(), through.clone(), release.clone());
+                let (through, release) = (through.clone(), release.clone());
                 std::thread::spawn(move || {
                     crate::wait::set_cpu_shared(true);
-                    tid.store(pthread_self_id(), Ordering::SeqCst);
                     GATE.wait(|| ());
                     through.store(true, Ordering::SeqCst);
                     // Alive until the signal was handled.
@@ -1136,14 +1134,15 @@ mod tests {
                     }
                 })
             };
-            while tid.load(Ordering::SeqCst) == 0
-                || (GATE.passive_waiters() == 0 && !through.load(Ordering::SeqCst))
-            {
+            while GATE.passive_waiters() == 0 && !through.load(Ordering::SeqCst) {
                 std::hint::spin_loop();
             }
             // SAFETY: the thread is alive (it waits for `release`).
             let rc = unsafe {
-                libc::pthread_kill(tid.load(Ordering::SeqCst) as libc::pthread_t, libc::SIGUSR1)
+                libc::pthread_kill(
+                    std::os::unix::thread::JoinHandleExt::as_pthread_t(&t),
+                    libc::SIGUSR1,
+                )
             };
             assert_eq!(rc, 0);
             let t0 = Instant::now();
@@ -1164,11 +1163,6 @@ mod tests {
             }
         }
         panic!("no signal landed in a passive stint in 200 attempts");
-    }
-
-    fn pthread_self_id() -> usize {
-        // SAFETY: `pthread_self` has no preconditions.
-        unsafe { libc::pthread_self() as usize }
     }
 
     /// The passive queue's head gets in within PATIENCE (plus scheduling)
