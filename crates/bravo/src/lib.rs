@@ -98,22 +98,20 @@
 //!   alone would deadlock, so a test that runs with the bias on can hide
 //!   a deadlock the bias off shows: for nested reads use
 //!   [`RecursiveRwLock`] (over parking_lot's recursive lock), whose nested
-//!   reads get past any waiting writer (one window remains with upgrades,
-//!   below).
+//!   reads get past any waiting writer, upgrades included (below).
 //! - **Try and timed writes** never wait for fast readers beyond their
 //!   deadline (`try_lock_exclusive`, `try_upgrade`: one scan, and they
 //!   fail if another writer is revoking; the timed forms: they wait for
 //!   fast readers and for another writer's revocation until the deadline,
 //!   and never fail before it, as `lock_api::RawRwLockTimed` requires);
 //!   they fail with the bias restored, so a thread holding a fast read
-//!   gets `None`, as it would from `L`. One exception, for the upgrades
-//!   (`try_upgrade`, `try_upgrade_until`): they revoke while still
-//!   upgradable, and if `L` lets new readers in while its own upgrade waits
-//!   (parking_lot's `RawRwLock` does not; its recursive lock does) and one of them re-enables the bias in that
-//!   window, the upgrade, once `L` grants it, waits for those fast readers
-//!   holding exclusive access, past the deadline if need be (going back to
-//!   upgradable would need `L` to downgrade to upgradable, which the trait
-//!   does not require). Timed operations need `L`'s
+//!   gets `None`, as it would from `L`. The upgrades (`try_upgrade`,
+//!   `try_upgrade_until`, and `upgrade` with the default policy) revoke
+//!   while still upgradable and keep the bias off until `L`'s own upgrade
+//!   answers, so no reader that `L` lets in meanwhile can bias the lock
+//!   for fast readers the upgrade would then wait for (until 2026-11-28 it
+//!   could, and `try_upgrade` then blocked until they left; found in
+//!   review, `tests/upgrade_window.rs`). Timed operations need `L`'s
 //!   `Duration`/`Instant` to be `std::time`'s (parking_lot's are).
 //! - **Panics.** No lock operation panics between changing the lock word
 //!   and restoring it (a revocation fetches the table, whose first use

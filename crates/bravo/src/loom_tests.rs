@@ -209,3 +209,46 @@ fn loom_tests_try_write_vs_fast_reader() {
         assert!(r.join().unwrap() <= 1);
     });
 }
+
+/// The hold an upgrade raises over the clean word (`hold_bias_off`): while
+/// it is up no read takes the fast path, although a slow reader, which in
+/// a model re-enables the bias at once, runs beside it. The holder writes
+/// a cell that only fast readers read (it does not hold `L`, so slow
+/// readers may be in; an upgrade's `L` excludes them later). Without the
+/// `REVOKING` it raises (a plain revocation), the slow reader biases the
+/// lock again and a fast reader reads beside the write: loom reports the
+/// race (tried).
+#[test]
+fn loom_tests_bias_held_off_admits_no_fast_reader() {
+    slots(2);
+    loom::model(move || {
+        let s = Shared::<_, crate::DefaultPolicy>::new(
+            rwlock_core::pf_ticket::PfTicket::<rwlock_core::wait::DefaultWait>::new,
+        );
+        let fast_only = Arc::new(UnsafeCell::new(0u32));
+        s.read(); // slow; enables the bias
+        let slow = spawn(&s, Shared::read);
+        let fast = {
+            let (s, cell) = (s.clone(), fast_only.clone());
+            thread::spawn(move || {
+                let g = s.lock.lock_shared();
+                if g.is_fast() {
+                    // SAFETY: the cell is written only while the bias is
+                    // held off, when no read is fast (what loom checks).
+                    cell.with(|p| unsafe { *p });
+                }
+                // SAFETY: our read.
+                unsafe { s.lock.unlock_shared(g) };
+            })
+        };
+        {
+            let held = s.lock.hold_bias_off(crate::raw::Patience::Wait);
+            assert!(held.is_some());
+            assert!(!s.lock.is_biased());
+            // SAFETY: no fast reader is inside while the hold is up.
+            fast_only.with_mut(|p| unsafe { *p += 1 });
+        }
+        slow.join().unwrap();
+        fast.join().unwrap();
+    });
+}

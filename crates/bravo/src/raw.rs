@@ -239,7 +239,7 @@ enum AfterSlowRead {
 
 /// How long a revocation may wait for fast-path readers.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Patience {
+pub(crate) enum Patience {
     /// Until they leave (their critical sections bound the wait).
     Wait,
     /// Not at all: one scan; if a reader is inside (or another revocation
@@ -291,6 +291,24 @@ impl<L: RawRwLock, P: Policy> Revoking<'_, L, P> {
 }
 
 impl<L: RawRwLock, P: Policy> Drop for Revoking<'_, L, P> {
+    fn drop(&mut self) {
+        self.lock.end_revocation(self.word);
+    }
+}
+
+/// The bias held off across an upgrade ([`Bravo::hold_bias_off`]):
+/// `REVOKING` is up over a clean word. Dropping it (after `L`'s upgrade
+/// returned, or while unwinding from it) stores the clean word back, which
+/// ends the hold as `end_revocation` ends a revocation: writers waiting for
+/// `REVOKING` to drop go on, and slow readers may set the bias again once
+/// `L` lets them in.
+pub(crate) struct BiasHeldOff<'a, L: RawRwLock, P: Policy> {
+    lock: &'a Bravo<L, P>,
+    /// The clean word the hold was raised over.
+    word: u64,
+}
+
+impl<L: RawRwLock, P: Policy> Drop for BiasHeldOff<'_, L, P> {
     fn drop(&mut self) {
         self.lock.end_revocation(self.word);
     }
@@ -638,6 +656,52 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
             revoking.end(pack(0, exp, end.saturating_add(inhibit)));
             stats::revocation(end.saturating_sub(start), inhibit);
             return true;
+        }
+    }
+
+    /// Keeps the bias off across an upgrade of `L`: revokes as
+    /// [`revoke`](Self::revoke) does, then raises `REVOKING` over the clean
+    /// word, so that no slow reader sets `RBIAS` (`enable_bias` CASes from a
+    /// word with `REVOKING` clear) until the returned [`BiasHeldOff`] drops.
+    /// `None` where `revoke` returns `false` (`Patience::Scan` or `Until`: a
+    /// fast reader inside, or another revocation past the deadline).
+    ///
+    /// Why: `L` lets readers in beside an upgradable read, and keeps the
+    /// ones already in while its upgrade waits for them. Without the hold,
+    /// one of those slow readers could set the bias between the
+    /// revocation and `L`'s upgrade, and the upgrade, once `L` granted
+    /// it, had to wait holding exclusive access for the fast readers that
+    /// came in meanwhile: a `try_upgrade` that blocked until they left, and
+    /// a deadlock with such a reader's nested read (found in review,
+    /// `tests/upgrade_window.rs`). Other writers lose nothing while the
+    /// hold is up: `L` excludes them while the upgradable read is held,
+    /// and `revoke_early` runs only while `RBIAS` shows.
+    #[cold]
+    pub(crate) fn hold_bias_off(&self, patience: Patience) -> Option<BiasHeldOff<'_, L, P>> {
+        loop {
+            if !self.revoke(patience) {
+                return None;
+            }
+            // Relaxed: a guess for the CAS, which decides.
+            let word = self.state.load(Ordering::Relaxed);
+            if word & (RBIAS | REVOKING) != 0 {
+                // A slow reader set the bias again, or a writer's early
+                // revocation runs: revoke (or wait for it) again.
+                continue;
+            }
+            // Acquire: the word is clean, so the last revocation's scan saw
+            // every fast reader leave; reading its `end_revocation` store
+            // (or an RMW after it) orders their sections before ours, as
+            // `revoke`'s own Acquire load does. Against a slow reader's bias
+            // set the two CASes on one word exclude each other: whichever
+            // comes second fails. Failure Relaxed: we try again.
+            if self
+                .state
+                .compare_exchange(word, word | REVOKING, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                return Some(BiasHeldOff { lock: self, word });
+            }
         }
     }
 

@@ -58,13 +58,9 @@ pub type RawRwLockRecursive = crate::Bravo<parking_lot::RawRwLockRecursive>;
 /// may take a read it already holds even while a writer waits (blocking
 /// or timed, and upgrades: BRAVO's writers wait for fast readers without
 /// holding `L`, so the nested read gets `L`), where [`RwLock`] may
-/// deadlock. One window remains, the upgrade's (crate docs, "Try and timed
-/// writes"): a slow reader that `L` lets in while an upgradable read
-/// upgrades may re-enable the bias, and the upgrade then waits, holding
-/// `L`, for the fast readers that came in meanwhile; a nested read of one
-/// of those waits for it. The revocation that preceded the upgrade
-/// inhibits the bias for a while (`Policy`), which keeps that window short
-/// but not closed.
+/// deadlock. An upgrade keeps the bias off from its revocation until `L`'s
+/// upgrade returns (crate docs, "Try and timed writes"), so no fast reader
+/// comes in that it would wait for holding `L`.
 pub type RecursiveRwLock<T> = lock_api::RwLock<RawRwLockRecursive, T>;
 
 /// RAII shared access to a [`RecursiveRwLock`], released on drop.

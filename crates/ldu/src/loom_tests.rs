@@ -24,7 +24,11 @@
 //! - an enqueuer that ignores TAKEN (`late_enqueuer_gives_a_taken_node_back`:
 //!   the node is never usable again);
 //! - an enqueuer that claims a node while TAKEN is set
-//!   (`reclaim_waits_for_a_late_enqueuer`).
+//!   (`reclaim_waits_for_a_late_enqueuer`);
+//! - a push CAS or a drain swap weakened to Relaxed
+//!   (`two_items_pushed_concurrently`: the drain reads a stale link and
+//!   loses an entry; the other models push from one thread at a time, and
+//!   passed with either mutation; found in review, 2026-11-28).
 
 use loom::sync::Arc;
 use loom::thread;
@@ -226,5 +230,24 @@ fn reclaim_waits_for_a_late_enqueuer() {
         let a = first.join().unwrap();
         let (i, r) = second.join().unwrap();
         check(&log, &item, false, a + i, r);
+    });
+}
+
+/// Two pushes race on the log's head (two items, so both enqueue), with a
+/// synchronize draining beside them: the push's Release CAS and the
+/// drain's Acquire swap are what make the drain see each node's link.
+#[test]
+fn two_items_pushed_concurrently() {
+    loom::model(|| {
+        let log = log();
+        let (a, b) = (Arc::new(Tracked::new(1)), Arc::new(Tracked::new(2)));
+        let ta = spawn_update(&log, &a, true);
+        let tb = spawn_update(&log, &b, true);
+        thread::yield_now();
+        log.synchronize();
+        assert_eq!(ta.join().unwrap(), 1);
+        assert_eq!(tb.join().unwrap(), 1);
+        check(&log, &a, false, 1, 0);
+        check(&log, &b, false, 1, 0);
     });
 }

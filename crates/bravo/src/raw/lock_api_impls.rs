@@ -98,8 +98,17 @@ unsafe impl<L: RawRwLock, P: Policy> RawRwLock for Bravo<L, P> {
                 .is_some_and(|biased| table::table().contains(self.tag(biased)))
     }
 
+    /// `L`'s answer, except while a writer holding `L` still waits for
+    /// fast-path readers (a revocation's scan: the word shows `REVOKING`
+    /// and the table holds the period's tag): those readers are inside,
+    /// so the lock is not held exclusively yet. (`L` alone says `true`
+    /// there, and a read section asserting `!is_locked_exclusive()` failed
+    /// only under BRAVO; found in review.)
     fn is_locked_exclusive(&self) -> bool {
+        // Acquire: as in `is_locked`.
         self.inner.is_locked_exclusive()
+            && !biased_word(self.state.load(Ordering::Acquire))
+                .is_some_and(|biased| table::table().contains(self.tag(biased)))
     }
 }
 
@@ -223,16 +232,24 @@ unsafe impl<L: RawRwLockUpgrade, P: Policy> RawRwLockUpgrade for Bravo<L, P> {
 
     /// Waits for fast-path readers as `L`'s upgrade waits for readers. With
     /// [`Policy::REVOKE_BEFORE_LOCK`] it revokes while still upgradable
-    /// (readers keep entering through `L`), so it waits holding exclusive
-    /// access only if a reader re-enabled the bias in between. That early
-    /// revocation reads the lock word, not `revoke_early`'s hint (this
-    /// thread last saw the lock unbiased): a stale hint made the upgrade
-    /// wait for a fast reader holding `L` exclusively, and the reader's
-    /// nested read, over a recursive `L`, then waited for it (found in
-    /// review).
+    /// (readers keep entering through `L`) and keeps the bias off until
+    /// `L`'s upgrade returns ([`Bravo::hold_bias_off`]), so it never waits
+    /// for a fast reader holding exclusive access. That early revocation
+    /// reads the lock word, not `revoke_early`'s hint (this thread last saw
+    /// the lock unbiased): a stale hint made the upgrade wait for a fast
+    /// reader holding `L` exclusively, and the reader's nested read, over a
+    /// recursive `L`, then waited for it (found in review). With
+    /// [`Listing1`](crate::Listing1) it upgrades `L`, then revokes holding
+    /// it, as the paper's writer does.
     unsafe fn upgrade(&self, guard: Self::UpgradableGuard) -> Self::ExclusiveGuard {
         if P::REVOKE_BEFORE_LOCK {
-            self.revoke(Patience::Wait);
+            let held = self.hold_bias_off(Patience::Wait);
+            debug_assert!(held.is_some(), "a patient revocation always succeeds");
+            // SAFETY: the caller's upgradable acquisition of `L`.
+            let g = unsafe { self.inner.upgrade(guard) };
+            drop(held);
+            self.note_unbiased();
+            return g;
         }
         // SAFETY: the caller's upgradable acquisition of `L`.
         let g = unsafe { self.inner.upgrade(guard) };
@@ -240,26 +257,28 @@ unsafe impl<L: RawRwLockUpgrade, P: Policy> RawRwLockUpgrade for Bravo<L, P> {
         g
     }
 
-    /// Never waits for a fast-path reader that is inside when it starts:
-    /// the bias is revoked while still upgradable, with one scan, and the
-    /// upgrade fails (bias restored) if a fast reader is inside. Only if a
-    /// slow reader re-enables the bias between that scan and `L`'s upgrade
-    /// (a window shorter than the inhibit period that the revocation just
-    /// set) does it wait, holding exclusive access, for the readers that
-    /// entered in that window.
+    /// Never waits for a fast-path reader: the bias is revoked while still
+    /// upgradable, with one scan, and the upgrade fails (bias restored) if
+    /// a fast reader is inside; otherwise the bias stays off until `L`'s
+    /// own `try_upgrade` answers ([`Bravo::hold_bias_off`]), so a slow
+    /// reader that `L` let in cannot bias the lock for new fast readers in
+    /// between.
     unsafe fn try_upgrade(
         &self,
         guard: Self::UpgradableGuard,
     ) -> Result<Self::ExclusiveGuard, Self::UpgradableGuard> {
         // Still upgradable: writers are excluded, so a failed scan may restore
         // the bias (see `Patience`).
-        if !self.revoke_if_dirty(Patience::Scan) {
+        let Some(held) = self.hold_bias_off(Patience::Scan) else {
             return Err(guard);
-        }
+        };
         // SAFETY: the caller's upgradable acquisition of `L`.
-        let g = unsafe { self.inner.try_upgrade(guard) }?;
-        self.revoke_held();
-        Ok(g)
+        let upgraded = unsafe { self.inner.try_upgrade(guard) };
+        drop(held);
+        if upgraded.is_ok() {
+            self.note_unbiased();
+        }
+        upgraded
     }
 }
 
@@ -323,12 +342,15 @@ where
         timeout: Self::Instant,
     ) -> Result<Self::ExclusiveGuard, Self::UpgradableGuard> {
         // Still upgradable: as in `try_upgrade`.
-        if !self.revoke_if_dirty(Patience::Until(timeout)) {
+        let Some(held) = self.hold_bias_off(Patience::Until(timeout)) else {
             return Err(guard);
-        }
+        };
         // SAFETY: the caller's upgradable acquisition of `L`.
-        let g = unsafe { self.inner.try_upgrade_until(guard, timeout) }?;
-        self.revoke_held();
-        Ok(g)
+        let upgraded = unsafe { self.inner.try_upgrade_until(guard, timeout) };
+        drop(held);
+        if upgraded.is_ok() {
+            self.note_unbiased();
+        }
+        upgraded
     }
 }
