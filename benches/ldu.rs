@@ -189,9 +189,15 @@ fn run(set: Arc<dyn SharedSet>, threads: usize, reads_pct: f64, keys: usize, d: 
     ops as f64 / t0.elapsed().as_secs_f64()
 }
 
+/// The median; for an even count the mean of the two middle values.
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
 }
 
 fn main() -> ExitCode {

@@ -200,11 +200,15 @@ fn workloads(a: &Args) -> Vec<Workload> {
     }
     if wants("test_rwlock") {
         for &threads in &a.threads {
-            out.push(Workload::TestRwlock {
+            let w = Workload::TestRwlock {
                 readers: threads.saturating_sub(1).max(1),
-            });
+            };
+            // Not `dedup`: `--threads 1,4,2` gives readers 1, 3, 1, and
+            // the second 1 is not next to the first (found in review).
+            if !out.contains(&w) {
+                out.push(w);
+            }
         }
-        out.dedup();
     }
     if wants("interference") {
         let threads = *a.threads.iter().max().unwrap();
@@ -215,11 +219,14 @@ fn workloads(a: &Args) -> Vec<Workload> {
     }
     if wants("writer_latency") {
         for &threads in &a.threads {
-            out.push(Workload::WriterLatency {
+            let w = Workload::WriterLatency {
                 readers: threads.saturating_sub(1).max(1),
-            });
+            };
+            // As for test_rwlock.
+            if !out.contains(&w) {
+                out.push(w);
+            }
         }
-        out.dedup();
     }
     out
 }
@@ -237,13 +244,25 @@ fn median_row(
         None => s.ops_per_sec,
     };
     sorted.sort_by(|a, b| key(a).total_cmp(&key(b)));
-    let mid = &sorted[sorted.len() / 2];
-    let ops: Vec<f64> = sorted.iter().map(|s| s.ops_per_sec).collect();
+    // The repetition whose percentiles and busy cores are reported: the
+    // median one, the lower of the two middle ones for an even count.
+    let mid = &sorted[(sorted.len() - 1) / 2];
+    let mut ops: Vec<f64> = sorted.iter().map(|s| s.ops_per_sec).collect();
+    ops.sort_by(f64::total_cmp);
+    // The median throughput: for an even count, the mean of the two middle
+    // ones (it was the upper one, so `--reps 2` reported the maximum; found
+    // in review).
+    let n = ops.len();
+    let median = if n % 2 == 1 {
+        ops[n / 2]
+    } else {
+        (ops[n / 2 - 1] + ops[n / 2]) / 2.0
+    };
     Row {
         lock: lock.name,
         family: lock.family,
         workload: w.clone(),
-        median: mid.ops_per_sec,
+        median,
         min: ops.iter().copied().fold(f64::MAX, f64::min),
         max: ops.iter().copied().fold(f64::MIN, f64::max),
         reps: sorted.len(),

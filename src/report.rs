@@ -451,7 +451,7 @@ pub fn markdown(rows: &[Row], machine: &str, command: &str, date: &str) -> Strin
         if latency {
             let _ = writeln!(
                 out,
-                "| lock | {x} | writer wait p50 (us) | p90 | p99 | max | writes | reader ops/s | cores |"
+                "| lock | {x} | writer wait p50 (us) | p90 | p99 | max | writes | ops/s (all threads) | cores |"
             );
             let _ = writeln!(
                 out,
