@@ -327,15 +327,42 @@ fn cpu_time() -> Duration {
     tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
-/// Pins the calling thread to `cpu % cpus`.
+/// Pins the calling thread to the `cpu % n`-th of the `n` CPUs it may run
+/// on (its affinity mask, inherited from the process: inside a cpuset such
+/// as `taskset -c 2,3`, worker 0 goes to CPU 2). Until 2026-11-28 it pinned
+/// to CPU `cpu % available_parallelism` and ignored the kernel's refusal,
+/// so inside such a cpuset nothing was pinned, silently (found in review).
+/// Prints one warning if the mask cannot be read or the pin is refused.
 fn pin_to(cpu: usize) {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    // `cpu % cpus` is below CPU_SETSIZE; a CPU the kernel rejects is ignored.
-    // SAFETY: cpu_set_t is plain data, written and passed by pointer.
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    let warn = |what: &str| {
+        // Relaxed: only de-duplicates the message.
+        if !WARNED.swap(true, Ordering::Relaxed) {
+            eprintln!(
+                "rwbench: --pin: {what}: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    };
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: cpu_set_t is plain data, written and read through pointers
+    // to live locals; CPU_ISSET and CPU_SET take indices below CPU_SETSIZE.
     unsafe {
+        let mut allowed: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, size, &mut allowed) != 0 {
+            return warn("cannot read the affinity mask");
+        }
+        let ids: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &allowed))
+            .collect();
+        if ids.is_empty() {
+            return;
+        }
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu % cpus, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        libc::CPU_SET(ids[cpu % ids.len()], &mut set);
+        if libc::sched_setaffinity(0, size, &set) != 0 {
+            warn("the kernel refused the pin");
+        }
     }
 }
 
