@@ -373,13 +373,21 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
                 None => {}
             }
         }
+        self.try_lock_biased().ok_or(AfterSlowRead::Check)
+    }
+
+    /// The fast path without the hint: a fast read if the word shows the
+    /// bias and the slot is won; `None`: take the slow path and check the
+    /// word once `L` is held.
+    #[inline(always)]
+    fn try_lock_biased(&self) -> Option<&'static AtomicUsize> {
         // Relaxed: only a hint whether to try, and the tag to try with;
         // the re-load below decides.
         let word = self.state.load(Ordering::Relaxed);
         if word & RBIAS == 0 {
-            return Err(AfterSlowRead::Check);
+            return None;
         }
-        self.publish(word).ok_or(AfterSlowRead::Check)
+        self.publish(word)
     }
 
     /// Publishes a fast read in the biased period of `word`.

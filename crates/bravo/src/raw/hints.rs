@@ -10,8 +10,12 @@ pub(super) struct Hints {
     /// The lock this thread last saw unbiased (see
     /// [`Policy::UNBIASED_HINT`](crate::Policy::UNBIASED_HINT)).
     unbiased: Cell<usize>,
-    /// Slow reads until the next clock reading.
-    clock: Cell<u32>,
+    /// Slow reads until the next clock reading; negative once it ran out
+    /// (until `clock_read` sets it again). Signed so that a count-down is
+    /// one decrement and a sign test (`count_down`); 64 bits so that no
+    /// run of readings that never come (a revocation that waits for ever)
+    /// can wrap it.
+    clock: Cell<i64>,
     /// Slow reads between clock readings now, in
     /// `CLOCK_EVERY_MIN..=CLOCK_EVERY_MAX`.
     interval: Cell<u32>,
@@ -104,16 +108,17 @@ pub(super) fn unbiased_read(lock: usize) -> Option<bool> {
 
 /// Counts one slow read off the countdown to the next clock reading:
 /// `true` if it had not run out, `false` if a reading is due (the count
-/// stays 0 until `clock_read` sets it again).
+/// then stays negative until `clock_read` sets it again).
+///
+/// One decrement and a sign test: with a test for zero before the
+/// decrement it took five instructions, on every read of a lock this
+/// thread last saw unbiased (`docs/bravo.md`, "The slow read's
+/// instructions").
 #[inline]
 fn count_down(h: &Hints) -> bool {
-    match h.clock.get() {
-        0 => false,
-        n => {
-            h.clock.set(n - 1);
-            true
-        }
-    }
+    let left = h.clock.get() - 1;
+    h.clock.set(left);
+    left >= 0
 }
 
 /// Records the lock this thread last saw unbiased (0: none).
@@ -159,7 +164,7 @@ pub(super) fn clock_read(due: bool) {
             (h.interval.get() * 2).min(CLOCK_EVERY_MAX)
         };
         h.interval.set(interval);
-        h.clock.set(interval - 1);
+        h.clock.set(i64::from(interval) - 1);
     });
 }
 
@@ -168,7 +173,7 @@ mod tests {
     use super::*;
 
     /// The countdown to the next clock reading, after `clock_read`.
-    fn countdown() -> u32 {
+    fn countdown() -> i64 {
         HINTS.with(|h| h.clock.get())
     }
 
@@ -181,7 +186,7 @@ mod tests {
             for _ in 0..12 {
                 expected = (expected * 2).min(CLOCK_EVERY_MAX);
                 clock_read(false);
-                assert_eq!(countdown(), expected - 1);
+                assert_eq!(countdown(), i64::from(expected) - 1);
             }
             assert_eq!(expected, CLOCK_EVERY_MAX, "the interval is capped");
             // The countdown runs out after exactly `interval - 1` more reads.
@@ -190,13 +195,17 @@ mod tests {
             }
             assert!(clock_due());
             clock_read(true);
-            assert_eq!(countdown(), CLOCK_EVERY_MIN - 1, "a due reading resets");
+            assert_eq!(
+                countdown(),
+                i64::from(CLOCK_EVERY_MIN) - 1,
+                "a due reading resets"
+            );
             clock_read(false);
             saw_bias();
             clock_read(false);
             assert_eq!(
                 countdown(),
-                2 * CLOCK_EVERY_MIN - 1,
+                i64::from(2 * CLOCK_EVERY_MIN) - 1,
                 "seeing the bias on restarts the doubling"
             );
         })

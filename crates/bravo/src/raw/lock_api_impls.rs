@@ -26,17 +26,36 @@ unsafe impl<L: RawRwLock, P: Policy> RawRwLock for Bravo<L, P> {
     // inline fast path and the bias check together) out of line, and the
     // call with its saved registers costs about as much as the fast path
     // (`scripts/op-instructions`, `docs/bravo.md`).
+    //
+    // A read of a lock this thread last saw unbiased, with its countdown
+    // not run out, takes `L`'s read with nothing else to do after it: its
+    // own call of `L`'s inline `lock_shared`, so that no flag carried
+    // across `L`'s acquisition says whether to look at the word after it
+    // (four instructions per read; `docs/bravo.md`, "The slow read's
+    // instructions").
     #[inline(always)]
     fn lock_shared(&self) -> Self::SharedGuard {
-        match self.try_lock_fast() {
-            Ok(slot) => BravoSharedGuard {
-                repr: Repr::Fast(slot),
-            },
-            Err(after) => {
-                let g = self.inner.lock_shared();
-                self.slow_read(g, after)
+        'slow: {
+            if P::UNBIASED_HINT {
+                match hints::unbiased_read(self.addr()) {
+                    Some(true) => {
+                        stats::count(Event::SlowRead);
+                        return BravoSharedGuard {
+                            repr: Repr::Slow(self.inner.lock_shared()),
+                        };
+                    }
+                    Some(false) => break 'slow,
+                    None => {}
+                }
+            }
+            if let Some(slot) = self.try_lock_biased() {
+                return BravoSharedGuard {
+                    repr: Repr::Fast(slot),
+                };
             }
         }
+        let g = self.inner.lock_shared();
+        self.slow_read(g, AfterSlowRead::Check)
     }
 
     #[inline]
