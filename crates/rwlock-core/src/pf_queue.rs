@@ -45,9 +45,14 @@
 //!   queue: the writer opens its latch as usual, and the reader then
 //!   arrives anew.
 //!
-//! Readers wait for at most one writer phase (five, for a reader that
-//! withdraws) and writers for at most one reader phase, as in PF-T;
-//! writers are FIFO among themselves except that a writer arriving at an
+//! Readers wait for at most one writer phase and writers for at most one
+//! reader phase, as in PF-T, while every reader keeps its CPU. A reader
+//! that withdraws is counted by no writer until it arrives again, so the
+//! writers that arrive meanwhile pass it: how many depends on how long it
+//! stays off its CPU (the docs said five phases until 2026-11-28, which
+//! no step enforces; found in review). It withdraws at most
+//! `MAX_WITHDRAWALS` (4) times per acquisition, then waits counted, for
+//! one writer phase, as in PF-T. Writers are FIFO among themselves except that a writer arriving at an
 //! empty queue may take a free lock directly.
 //!
 //! One hazard user space cannot avoid (qspinlock disables preemption

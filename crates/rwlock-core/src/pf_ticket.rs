@@ -307,7 +307,14 @@ impl<W: WaitPolicy> PfTicket<W> {
                 .compare_exchange(
                     r,
                     (r & !LOW) | announced(low),
-                    Ordering::Acquire,
+                    // AcqRel, as `announce`'s fetch_add: the Release half
+                    // makes a reader that sees these bits see our ticket
+                    // taken, so its snapshot of `wout` is not older than
+                    // us (with Acquire alone a try-writer's reader could
+                    // withdraw and arrive again under the same writer,
+                    // one withdrawal wasted; not on x86, where the CAS is
+                    // a full barrier; found in review, 2026-11-28).
+                    Ordering::AcqRel,
                     Ordering::Relaxed,
                 )
                 .is_ok()

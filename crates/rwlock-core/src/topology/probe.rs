@@ -287,14 +287,36 @@ mod x86 {
     }
 
     /// Whether every CPU number of the machine fits the 12 bits of
-    /// `TSC_AUX` that Linux gives the CPU (`node << 12 | cpu`): with 4096
-    /// CPUs or more, CPU 4096 + k would read as CPU k (the vDSO's `getcpu`
-    /// truncates the same way), so `TSC_AUX` is not used there. glibc
-    /// counts the configured CPUs from `/sys/devices/system/cpu/possible`.
+    /// `TSC_AUX` that Linux gives the CPU (`node << 12 | cpu`): with a CPU
+    /// numbered 4096 or more, CPU 4096 + k would read as CPU k (the vDSO's
+    /// `getcpu` truncates the same way), so `TSC_AUX` is not used there.
+    /// The highest number comes from the end of
+    /// `/sys/devices/system/cpu/possible` (`0-3,8-11`): until 2026-11-28
+    /// this compared glibc's count of configured CPUs, which misses sparse
+    /// numbers (`0-3,4096` counts 5; found in review). Read with `open` and
+    /// `read` into a stack buffer, not `std::fs`: no allocation, since the
+    /// LD_PRELOAD shim may get here from inside the allocator. A list that
+    /// cannot be read, or does not fit the buffer, counts as not fitting.
     fn cpu_numbers_fit_tsc_aux() -> bool {
-        // SAFETY: `sysconf` has no preconditions.
-        let configured = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
-        (1..=0x1000).contains(&configured)
+        let mut buf = [0u8; 512];
+        // SAFETY: a NUL-terminated path; `read` writes at most `buf.len()`
+        // bytes into the live buffer; the descriptor is ours to close.
+        let len = unsafe {
+            let fd = libc::open(
+                c"/sys/devices/system/cpu/possible".as_ptr(),
+                libc::O_RDONLY | libc::O_CLOEXEC,
+            );
+            if fd < 0 {
+                return false;
+            }
+            let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+            libc::close(fd);
+            n
+        };
+        let Ok(len) = usize::try_from(len) else {
+            return false;
+        };
+        len < buf.len() && super::highest_cpu(&buf[..len]).is_some_and(|max| max < 0x1000)
     }
 
     fn probe_rdpid() -> bool {
@@ -346,5 +368,32 @@ mod x86 {
         // SAFETY: the caller guarantees RDTSCP exists; `aux` is a live local.
         unsafe { __rdtscp(&mut aux) };
         aux as usize
+    }
+}
+
+/// The highest CPU number of a Linux CPU list (`0-3,8-11\n` gives 11):
+/// the number after its last `,` or `-`; `None` if it is not one.
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_os = "linux")),
+    allow(dead_code)
+)]
+fn highest_cpu(list: &[u8]) -> Option<u64> {
+    let list = core::str::from_utf8(list).ok()?.trim();
+    list.rsplit([',', '-']).next()?.parse().ok()
+}
+
+#[cfg(test)]
+mod highest_cpu_tests {
+    use super::highest_cpu;
+
+    #[test]
+    fn the_last_number_of_a_cpu_list_is_its_highest() {
+        assert_eq!(highest_cpu(b"0\n"), Some(0));
+        assert_eq!(highest_cpu(b"0-3\n"), Some(3));
+        assert_eq!(highest_cpu(b"0-3,4096\n"), Some(4096));
+        assert_eq!(highest_cpu(b"0-3,8-11"), Some(11));
+        assert_eq!(highest_cpu(b""), None);
+        assert_eq!(highest_cpu(b"0-"), None);
+        assert_eq!(highest_cpu(b"\xff"), None);
     }
 }
