@@ -252,7 +252,7 @@ unsafe impl<L: RawRwLockUpgrade, P: Policy> RawRwLockUpgrade for Bravo<L, P> {
     /// Waits for fast-path readers as `L`'s upgrade waits for readers. With
     /// [`Policy::REVOKE_BEFORE_LOCK`] it revokes while still upgradable
     /// (readers keep entering through `L`) and keeps the bias off until
-    /// `L`'s upgrade returns ([`Bravo::hold_bias_off`]), so it never waits
+    /// `L`'s upgrade returns (`Bravo::hold_bias_off`), so it never waits
     /// for a fast reader holding exclusive access. That early revocation
     /// reads the lock word, not `revoke_early`'s hint (this thread last saw
     /// the lock unbiased): a stale hint made the upgrade wait for a fast
@@ -279,7 +279,7 @@ unsafe impl<L: RawRwLockUpgrade, P: Policy> RawRwLockUpgrade for Bravo<L, P> {
     /// Never waits for a fast-path reader: the bias is revoked while still
     /// upgradable, with one scan, and the upgrade fails (bias restored) if
     /// a fast reader is inside; otherwise the bias stays off until `L`'s
-    /// own `try_upgrade` answers ([`Bravo::hold_bias_off`]), so a slow
+    /// own `try_upgrade` answers (`Bravo::hold_bias_off`), so a slow
     /// reader that `L` let in cannot bias the lock for new fast readers in
     /// between.
     unsafe fn try_upgrade(
