@@ -345,8 +345,9 @@ fn pin_to(cpu: usize) {
         }
     };
     let size = std::mem::size_of::<libc::cpu_set_t>();
-    // SAFETY: cpu_set_t is plain data, written and read through pointers
-    // to live locals; CPU_ISSET and CPU_SET take indices below CPU_SETSIZE.
+    // cpu_set_t is plain data, written and read through pointers to live
+    // locals; CPU_ISSET and CPU_SET take indices below CPU_SETSIZE.
+    // SAFETY: so every call below stays inside those locals.
     unsafe {
         let mut allowed: libc::cpu_set_t = std::mem::zeroed();
         if libc::sched_getaffinity(0, size, &mut allowed) != 0 {

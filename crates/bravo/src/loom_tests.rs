@@ -233,8 +233,8 @@ fn loom_tests_bias_held_off_admits_no_fast_reader() {
             thread::spawn(move || {
                 let g = s.lock.lock_shared();
                 if g.is_fast() {
-                    // SAFETY: the cell is written only while the bias is
-                    // held off, when no read is fast (what loom checks).
+                    // The cell is written only while the bias is held off.
+                    // SAFETY: no read is fast then (what loom checks).
                     cell.with(|p| unsafe { *p });
                 }
                 // SAFETY: our read.

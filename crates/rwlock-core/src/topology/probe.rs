@@ -299,8 +299,9 @@ mod x86 {
     /// cannot be read, or does not fit the buffer, counts as not fitting.
     fn cpu_numbers_fit_tsc_aux() -> bool {
         let mut buf = [0u8; 512];
-        // SAFETY: a NUL-terminated path; `read` writes at most `buf.len()`
-        // bytes into the live buffer; the descriptor is ours to close.
+        // A NUL-terminated path; `read` writes at most `buf.len()` bytes
+        // into the live buffer.
+        // SAFETY: so; and the descriptor is ours to close.
         let len = unsafe {
             let fd = libc::open(
                 c"/sys/devices/system/cpu/possible".as_ptr(),
