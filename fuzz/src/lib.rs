@@ -13,6 +13,8 @@
 //!   harness's invariants and a watchdog;
 //! - [`prwlock_fence`]: both of those on prwlock in its fence mode (a
 //!   process-wide choice, hence a target of its own);
+//! - [`bravo_tiny`]: both of those on BRAVO's locks over a two-slot table,
+//!   where threads' fast readers collide (also a process-wide choice);
 //! - [`ldu_ops`]: LDU operation sequences against a sequential model;
 //! - [`parsers`]: every parser of outside input (`RWLOCK_TOPOLOGY`, sysfs
 //!   cpulists and trees, `BRAVO_TABLE_SLOTS`, `RWLOCK_IMPL`).
@@ -44,6 +46,7 @@ fn note_replaying(target: &str, path: Option<String>) {
     }
 }
 
+pub mod bravo_tiny;
 pub mod ldu_ops;
 pub mod lock_ops;
 pub mod parsers;
