@@ -9,7 +9,9 @@
 //! `Delayed` is parking_lot's lock with a pause, armed once, where a
 //! preemption would open the window: at the start of `try_upgrade`, and
 //! in `lock_shared` after `L`'s read is taken (before BRAVO's bias check).
-//! The two tests arm different pauses; a mutex keeps them apart.
+//! Each pause lasts until the test has set the scene (a flag, not a
+//! sleep, so that a loaded machine cannot end it early). The two tests arm
+//! different pauses; a mutex keeps them apart.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
@@ -21,13 +23,28 @@ use lock_api::{RawRwLock, RawRwLockUpgrade};
 
 type Pl = parking_lot::RawRwLock;
 
-const PAUSE: Duration = Duration::from_millis(200);
+/// How long the first test's slow reads go on.
+const READS_FOR: Duration = Duration::from_millis(100);
+/// How long the second test's slow reader stays paused once the upgrade
+/// has called `L`'s `upgrade` (so that the upgrade is waiting in it).
+const SETTLE: Duration = Duration::from_millis(50);
 
 static SERIAL: Mutex<()> = Mutex::new(());
 static PAUSE_TRY_UPGRADE: AtomicBool = AtomicBool::new(false);
 static IN_TRY_UPGRADE: AtomicBool = AtomicBool::new(false);
+static RESUME_TRY_UPGRADE: AtomicBool = AtomicBool::new(false);
 static PAUSE_READ: AtomicBool = AtomicBool::new(false);
 static IN_READ: AtomicBool = AtomicBool::new(false);
+static IN_UPGRADE: AtomicBool = AtomicBool::new(false);
+
+/// Waits until `flag` is set, for at most 10 s (a test whose scene never
+/// comes fails on its own assertions instead of hanging).
+fn wait_for(flag: &AtomicBool) {
+    let until = Instant::now() + Duration::from_secs(10);
+    while !flag.load(Ordering::SeqCst) && Instant::now() < until {
+        thread::sleep(Duration::from_millis(1));
+    }
+}
 
 struct Delayed(Pl);
 
@@ -41,7 +58,8 @@ unsafe impl RawRwLock for Delayed {
         let g = self.0.lock_shared();
         if PAUSE_READ.swap(false, Ordering::SeqCst) {
             IN_READ.store(true, Ordering::SeqCst);
-            thread::sleep(PAUSE);
+            wait_for(&IN_UPGRADE);
+            thread::sleep(SETTLE);
         }
         g
     }
@@ -84,6 +102,7 @@ unsafe impl RawRwLockUpgrade for Delayed {
         unsafe { self.0.unlock_upgradable(g) }
     }
     unsafe fn upgrade(&self, g: Self::UpgradableGuard) -> Self::ExclusiveGuard {
+        IN_UPGRADE.store(true, Ordering::SeqCst);
         // SAFETY: forwarded.
         unsafe { self.0.upgrade(g) }
     }
@@ -93,7 +112,7 @@ unsafe impl RawRwLockUpgrade for Delayed {
     ) -> Result<Self::ExclusiveGuard, Self::UpgradableGuard> {
         if PAUSE_TRY_UPGRADE.swap(false, Ordering::SeqCst) {
             IN_TRY_UPGRADE.store(true, Ordering::SeqCst);
-            thread::sleep(PAUSE);
+            wait_for(&RESUME_TRY_UPGRADE);
         }
         // SAFETY: forwarded.
         unsafe { self.0.try_upgrade(g) }
@@ -138,8 +157,8 @@ fn try_upgrade_answers_while_a_reader_that_came_after_its_revocation_is_in() {
     while !IN_TRY_UPGRADE.load(Ordering::SeqCst) {
         thread::yield_now();
     }
-    // Slow reads for half the pause: each may set the bias.
-    let until = Instant::now() + PAUSE / 2;
+    // Slow reads for a while: each may set the bias.
+    let until = Instant::now() + READS_FOR;
     while Instant::now() < until {
         let g = lock.lock_shared();
         // SAFETY: our read.
@@ -150,6 +169,7 @@ fn try_upgrade_answers_while_a_reader_that_came_after_its_revocation_is_in() {
         );
     }
     let read = lock.lock_shared();
+    RESUME_TRY_UPGRADE.store(true, Ordering::SeqCst);
     let answer = rx.recv_timeout(Duration::from_secs(3));
     // SAFETY: our read.
     unsafe { lock.unlock_shared(read) };

@@ -177,9 +177,13 @@ fn reader_stream_cannot_starve_a_c_rw_rp_writer() {
     let waited = reader_relay_vs_writer(&ReaderPref::from_parts(m, i, p))
         .expect("C-RW-RP writer starved by a reader stream despite RBarrier");
     eprintln!("C-RW-RP writer got in after {waited:?}");
-    let (m, i, _) = parts(0);
+    // The control need hold once in three: a relay partner descheduled past
+    // its give-up time lets the writer in without any barrier.
     assert!(
-        reader_relay_vs_writer(&ReaderPref::from_parts(m, i, u32::MAX)).is_none(),
+        (0..3).any(|_| {
+            let (m, i, _) = parts(0);
+            reader_relay_vs_writer(&ReaderPref::from_parts(m, i, u32::MAX)).is_none()
+        }),
         "control: without a barrier the relay should hold the writer off"
     );
 }
@@ -191,9 +195,12 @@ fn reader_stream_cannot_starve_a_c_rw_rp_opt_writer() {
     let waited = reader_relay_vs_writer(&ReaderPrefOpt::from_parts(m, i, p))
         .expect("C-RW-RP-opt writer starved by a reader stream despite RBarrier");
     eprintln!("C-RW-RP-opt writer got in after {waited:?}");
-    let (m, i, _) = parts(0);
+    // The control need hold once in three (as above).
     assert!(
-        reader_relay_vs_writer(&ReaderPrefOpt::from_parts(m, i, u32::MAX)).is_none(),
+        (0..3).any(|_| {
+            let (m, i, _) = parts(0);
+            reader_relay_vs_writer(&ReaderPrefOpt::from_parts(m, i, u32::MAX)).is_none()
+        }),
         "control: without a barrier the relay should hold the writer off"
     );
 }
@@ -221,9 +228,12 @@ fn writer_stream_cannot_starve_a_c_rw_wp_reader() {
     let waited = writer_relay_vs_reader(&WriterPref::from_parts(m, i, p))
         .expect("C-RW-WP reader starved by a writer stream despite WBarrier");
     eprintln!("C-RW-WP reader got in after {waited:?}");
-    let (m, i, _) = parts(0);
+    // The control need hold once in three (as above).
     assert!(
-        writer_relay_vs_reader(&WriterPref::from_parts(m, i, u32::MAX)).is_none(),
+        (0..3).any(|_| {
+            let (m, i, _) = parts(0);
+            writer_relay_vs_reader(&WriterPref::from_parts(m, i, u32::MAX)).is_none()
+        }),
         "control: without a barrier the relay should hold the reader off"
     );
 }

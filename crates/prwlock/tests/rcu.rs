@@ -85,25 +85,42 @@ fn synchronize_waits_for_a_section_that_began_before() {
 #[test]
 fn a_sleeping_reader_lets_the_synchronizer_sleep() {
     static D: RcuDomain = RcuDomain::new();
-    let in_section = Arc::new(Barrier::new(2));
-    let reader = {
-        let in_section = in_section.clone();
-        thread::spawn(move || {
-            let g = D.read();
-            in_section.wait();
-            thread::sleep(Duration::from_millis(200));
-            drop(g);
-        })
+    const BOUND: Duration = Duration::from_millis(40);
+    // One round: the synchronizer's CPU time while a reader sleeps 200 ms
+    // in its section.
+    let round = || {
+        let in_section = Arc::new(Barrier::new(2));
+        let reader = {
+            let in_section = in_section.clone();
+            thread::spawn(move || {
+                let g = D.read();
+                in_section.wait();
+                thread::sleep(Duration::from_millis(200));
+                drop(g);
+            })
+        };
+        in_section.wait();
+        let cpu = support::thread_cpu();
+        D.synchronize();
+        let cpu = support::thread_cpu() - cpu;
+        reader.join().unwrap();
+        cpu
     };
-    in_section.wait();
-    let cpu = support::thread_cpu();
-    D.synchronize();
-    let cpu = support::thread_cpu() - cpu;
-    reader.join().unwrap();
+    // The best of up to three rounds: inside the test VM (qemu's TCG) the
+    // first run of a path includes its translation and a loaded host's
+    // descheduling is charged to the running thread (`tests/kernel_helper.rs`);
+    // a synchronizer that spins burns the whole 200 ms in every round.
+    let mut cpu = round();
+    for _ in 1..3 {
+        if cpu < BOUND {
+            break;
+        }
+        cpu = cpu.min(round());
+    }
     assert!(D.stats().sleeps >= 1, "{:?}", D.stats());
     assert!(
-        cpu < Duration::from_millis(40),
-        "the synchronizer burnt {cpu:?} waiting 200 ms for a reader"
+        cpu < BOUND,
+        "the synchronizer burnt {cpu:?} waiting 200 ms for a reader (best of three)"
     );
 }
 

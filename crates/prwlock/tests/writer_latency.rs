@@ -14,6 +14,16 @@ use support::{thread_cpu, within_liveness};
 
 const HOLD: Duration = Duration::from_millis(300);
 
+/// One test at a time: the 32 spinning readers of the oversubscribed test
+/// would otherwise delay another test's writer past the times it asserts
+/// (`scripts/vm-test` runs this file with one test thread for the same
+/// reason).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A reader holds the lock for `HOLD` while blocked (sleeping), converted
 /// to active mode first or not; a writer arrives meanwhile. Returns the
 /// writer's wait and the CPU time it spent waiting.
@@ -49,6 +59,7 @@ fn writer_behind_a_blocked_reader(convert: bool) -> (Duration, Duration) {
 
 #[test]
 fn writer_sleeps_behind_a_blocked_passive_reader() {
+    let _serial = serial();
     let (waited, spent) = writer_behind_a_blocked_reader(false);
     eprintln!("passive reader blocked {HOLD:?}: writer waited {waited:?}, used {spent:?} CPU");
     assert!(waited >= HOLD / 2, "{waited:?}");
@@ -60,6 +71,7 @@ fn writer_sleeps_behind_a_blocked_passive_reader() {
 
 #[test]
 fn writer_sleeps_behind_a_scheduled_out_reader() {
+    let _serial = serial();
     let (waited, spent) = writer_behind_a_blocked_reader(true);
     eprintln!("active reader blocked {HOLD:?}: writer waited {waited:?}, used {spent:?} CPU");
     assert!(waited >= HOLD / 2, "{waited:?}");
@@ -71,6 +83,7 @@ fn writer_sleeps_behind_a_scheduled_out_reader() {
 
 #[test]
 fn idle_registered_threads_do_not_hold_up_writers() {
+    let _serial = serial();
     static D: Domain = Domain::new();
     let lock = Arc::new(PrwLock::in_domain(&D));
     let (stop_tx, stop_rx) = mpsc::channel::<()>();
@@ -107,6 +120,7 @@ fn idle_registered_threads_do_not_hold_up_writers() {
 
 #[test]
 fn preempted_readers_in_an_oversubscribed_mix_do_not_stall_writers() {
+    let _serial = serial();
     // 32 readers on 2 cores hold the lock across preemption all the time.
     let lock = Arc::new(prwlock::RwLock::new(0u64));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -146,50 +160,69 @@ fn preempted_readers_in_an_oversubscribed_mix_do_not_stall_writers() {
 /// 0.5 s, found in review; now about 0.2 ms).
 #[test]
 fn failing_readers_do_not_wake_a_parked_writer() {
+    let _serial = serial();
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     static D: Domain = Domain::new();
     static L: PrwLock = PrwLock::in_domain(&D);
     D.set_write_heavy_mode(false);
-    let held = L.lock_shared();
-    let stop = AtomicBool::new(false);
-    let tries = AtomicU64::new(0);
-    let spent = std::thread::scope(|s| {
-        let writer = s.spawn(|| {
-            let t0 = thread_cpu();
-            let g = L.lock_exclusive();
-            let spent = thread_cpu() - t0;
-            // SAFETY: the exclusive acquisition above.
-            unsafe { L.unlock_exclusive(g) };
+    // One round: the writer's CPU time and the pollers' failed tries.
+    let round = || {
+        let held = L.lock_shared();
+        let stop = AtomicBool::new(false);
+        let tries = AtomicU64::new(0);
+        let spent = std::thread::scope(|s| {
+            let writer = s.spawn(|| {
+                let t0 = thread_cpu();
+                let g = L.lock_exclusive();
+                let spent = thread_cpu() - t0;
+                // SAFETY: the exclusive acquisition above.
+                unsafe { L.unlock_exclusive(g) };
+                spent
+            });
+            // The writer has announced itself and parked by then.
+            std::thread::sleep(Duration::from_millis(20));
+            for _ in 0..4 {
+                s.spawn(|| {
+                    // Relaxed: a stop flag and a count.
+                    while !stop.load(Ordering::Relaxed) {
+                        if let Some(g) = L.try_lock_shared() {
+                            // SAFETY: the shared acquisition just made.
+                            unsafe { L.unlock_shared(g) };
+                        } else {
+                            tries.fetch_add(1, Ordering::Relaxed);
+                        }
+                        std::thread::sleep(Duration::from_micros(50));
+                    }
+                });
+            }
+            std::thread::sleep(Duration::from_millis(500));
+            // SAFETY: this thread's shared acquisition above.
+            unsafe { L.unlock_shared(held) };
+            let spent = writer.join().unwrap();
+            stop.store(true, Ordering::Relaxed);
             spent
         });
-        // The writer has announced itself and parked by then.
-        std::thread::sleep(Duration::from_millis(20));
-        for _ in 0..4 {
-            s.spawn(|| {
-                // Relaxed: a stop flag and a count.
-                while !stop.load(Ordering::Relaxed) {
-                    if let Some(g) = L.try_lock_shared() {
-                        // SAFETY: the shared acquisition just made.
-                        unsafe { L.unlock_shared(g) };
-                    } else {
-                        tries.fetch_add(1, Ordering::Relaxed);
-                    }
-                    std::thread::sleep(Duration::from_micros(50));
-                }
-            });
+        let tries = tries.load(Ordering::Relaxed);
+        eprintln!("writer CPU {spent:?} while {tries} tries failed");
+        (spent, tries)
+    };
+    // The best of up to three rounds: inside the test VM (qemu's TCG) a
+    // path's first run includes its translation, and the guest charges a
+    // thread for the time the host deschedules its virtual CPU, 2 to 12 ms
+    // a round on a loaded host (`tests/kernel_helper.rs`); a writer woken
+    // by every failed try pays tens of milliseconds in every round.
+    const BOUND: Duration = Duration::from_millis(25);
+    let mut best = round();
+    for _ in 1..3 {
+        if best.0 < BOUND {
+            break;
         }
-        std::thread::sleep(Duration::from_millis(500));
-        // SAFETY: this thread's shared acquisition above.
-        unsafe { L.unlock_shared(held) };
-        let spent = writer.join().unwrap();
-        stop.store(true, Ordering::Relaxed);
-        spent
-    });
-    let tries = tries.load(Ordering::Relaxed);
-    eprintln!("writer CPU {spent:?} while {tries} tries failed");
+        best = best.min(round());
+    }
+    let (spent, tries) = best;
     assert!(tries >= 100, "the pollers ran ({tries} failed tries)");
     assert!(
-        spent < Duration::from_millis(25),
-        "the parked writer used {spent:?} of CPU while {tries} tries failed"
+        spent < BOUND,
+        "the parked writer used {spent:?} of CPU while {tries} tries failed (best of three)"
     );
 }
