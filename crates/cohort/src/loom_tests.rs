@@ -12,6 +12,7 @@ use loom::thread;
 
 use crate::cohort::Cohort;
 use crate::indicator::IngressEgress;
+use crate::neutral::NeutralPref;
 use crate::partitioned_ticket::PartitionedTicket;
 use crate::reader_pref::ReaderPref;
 use crate::reader_pref_opt::ReaderPrefOpt;
@@ -180,6 +181,51 @@ fn loom_tests_c_rw_rp_ingress_egress() {
         IngressEgress::new(2),
         1
     ));
+}
+
+/// C-RW-NP: readers arrive while holding the writer mutex, so a writer
+/// that takes it after them sees them without a Dekker pair. Over a ticket
+/// lock and one indicator slot (the nodes of `writer_vs_two_readers` map
+/// to it): the two-node cohort mutex, which every read takes here, made
+/// the model run about 10 minutes, and the mutex is modelled on its own
+/// above.
+#[test]
+fn loom_tests_c_rw_np_reads_pass_the_mutex() {
+    writer_vs_two_readers!(NeutralPref::from_parts(
+        TicketLock::new(),
+        IngressEgress::new(1),
+        1
+    ));
+}
+
+/// A downgrade (`Parts::downgrade`, shared by every lock of the crate:
+/// arrive as a reader, then release the writer mutex) beside another
+/// writer, C-RW-WP on one node: the downgraded read still sees its own
+/// write, with no writer in between and none beside it.
+#[test]
+fn loom_tests_c_rw_wp_downgrade() {
+    loom::model(|| {
+        let s = Shared::new(WriterPref::from_parts(
+            CPtlTkt::with_config(1, 64),
+            IngressEgress::new(1),
+            1,
+        ));
+        let w = spawn_writer!(s, 0);
+        let g = s.lock.lock_exclusive_on(0);
+        s.bump();
+        let mine = s.get();
+        // SAFETY: our own write acquisition.
+        let r = unsafe { s.lock.downgrade_guard(g) };
+        assert_eq!(s.get(), mine, "a writer got in during the downgrade");
+        // SAFETY: the read the downgrade turned it into.
+        unsafe { s.lock.unlock_shared_token(r) };
+        w.join().unwrap();
+        let g = s.lock.lock_shared_on(0);
+        assert_eq!(s.get(), 2);
+        // SAFETY: our own acquisition.
+        unsafe { s.lock.unlock_shared_token(g) };
+        assert!(!lock_api::RawRwLock::is_locked(&s.lock));
+    });
 }
 
 /// Two writers (a spawned thread and the main one) and a reader on one
