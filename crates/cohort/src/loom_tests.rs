@@ -287,6 +287,37 @@ fn loom_tests_c_rw_rp_reader_retreats() {
     });
 }
 
+/// C-RW-RP with two writers, both out of patience at once (patience 1),
+/// and a reader over a ticket lock: RBarrier is a count, so two writers
+/// may hold it up together, and it comes down only when both have lowered
+/// it; a reader parked behind it must still be woken by the last lowering.
+#[test]
+fn loom_tests_c_rw_rp_two_writers_raise_rbarrier() {
+    loom::model(|| {
+        let s = two_writers_and_a_reader!(ReaderPref::from_parts(
+            TicketLock::new(),
+            IngressEgress::new(1),
+            1
+        ));
+        assert!(!lock_api::RawRwLock::is_locked(&s.lock));
+    });
+}
+
+/// C-RW-RP-opt with two writers and a reader over a ticket lock: the
+/// second writer waits in the mutex while the first holds `WActive`, so a
+/// writer's `WActive` must be its own before it enters. Patience 1.
+#[test]
+fn loom_tests_c_rw_rp_opt_two_writers() {
+    loom::model(|| {
+        let s = two_writers_and_a_reader!(ReaderPrefOpt::from_parts(
+            TicketLock::new(),
+            IngressEgress::new(1),
+            1
+        ));
+        assert!(!lock_api::RawRwLock::is_locked(&s.lock));
+    });
+}
+
 /// C-RW-RP's relay behind RBarrier (`rw.rs`, "Waiting"; inside a model
 /// the lowering always counts as on a shared CPU and wakes one reader):
 /// the main thread reads while a writer, out of patience at once (patience
