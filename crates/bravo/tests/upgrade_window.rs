@@ -6,8 +6,8 @@
 //! `try_upgrade` blocked until they left, and a blocking upgrade
 //! deadlocked with such a reader's nested read.
 //!
-//! `Delayed` is parking_lot's lock with a pause, armed once, where a
-//! preemption would open the window: at the start of `try_upgrade`, and
+//! `Delayed` is parking_lot's lock with hooks (`rwlock_core::testing::Hooked`)
+//! that pause, armed once, where a preemption would open the window: at the start of `try_upgrade`, and
 //! in `lock_shared` after `L`'s read is taken (before BRAVO's bias check).
 //! Each pause lasts until the test has set the scene (a flag, not a
 //! sleep, so that a loaded machine cannot end it early). The two tests arm
@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use bravo::Bravo;
 use lock_api::{RawRwLock, RawRwLockUpgrade};
+use rwlock_core::testing::{Hooked, Hooks, LockOp};
 
 type Pl = parking_lot::RawRwLock;
 
@@ -46,78 +47,31 @@ fn wait_for(flag: &AtomicBool) {
     }
 }
 
-struct Delayed(Pl);
+/// The pauses, as hooks around parking_lot's operations.
+struct Pauses;
 
-// SAFETY: every operation is parking_lot's; the pauses only delay them.
-unsafe impl RawRwLock for Delayed {
-    #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: Self = Delayed(<Pl as RawRwLock>::INIT);
-    type SharedGuard = <Pl as RawRwLock>::SharedGuard;
-    type ExclusiveGuard = <Pl as RawRwLock>::ExclusiveGuard;
-    fn lock_shared(&self) -> Self::SharedGuard {
-        let g = self.0.lock_shared();
-        if PAUSE_READ.swap(false, Ordering::SeqCst) {
+impl Hooks for Pauses {
+    const INIT: Self = Pauses;
+    fn before(&self, op: LockOp) {
+        match op {
+            LockOp::TryUpgrade if PAUSE_TRY_UPGRADE.swap(false, Ordering::SeqCst) => {
+                IN_TRY_UPGRADE.store(true, Ordering::SeqCst);
+                wait_for(&RESUME_TRY_UPGRADE);
+            }
+            LockOp::Upgrade => IN_UPGRADE.store(true, Ordering::SeqCst),
+            _ => {}
+        }
+    }
+    fn after(&self, op: LockOp) {
+        if op == LockOp::Shared && PAUSE_READ.swap(false, Ordering::SeqCst) {
             IN_READ.store(true, Ordering::SeqCst);
             wait_for(&IN_UPGRADE);
             thread::sleep(SETTLE);
         }
-        g
-    }
-    fn try_lock_shared(&self) -> Option<Self::SharedGuard> {
-        self.0.try_lock_shared()
-    }
-    unsafe fn unlock_shared(&self, g: Self::SharedGuard) {
-        // SAFETY: forwarded.
-        unsafe { self.0.unlock_shared(g) }
-    }
-    fn lock_exclusive(&self) -> Self::ExclusiveGuard {
-        self.0.lock_exclusive()
-    }
-    fn try_lock_exclusive(&self) -> Option<Self::ExclusiveGuard> {
-        self.0.try_lock_exclusive()
-    }
-    unsafe fn unlock_exclusive(&self, g: Self::ExclusiveGuard) {
-        // SAFETY: forwarded.
-        unsafe { self.0.unlock_exclusive(g) }
-    }
-    fn is_locked(&self) -> bool {
-        self.0.is_locked()
-    }
-    fn is_locked_exclusive(&self) -> bool {
-        self.0.is_locked_exclusive()
     }
 }
 
-// SAFETY: as above.
-unsafe impl RawRwLockUpgrade for Delayed {
-    type UpgradableGuard = <Pl as RawRwLockUpgrade>::UpgradableGuard;
-    fn lock_upgradable(&self) -> Self::UpgradableGuard {
-        self.0.lock_upgradable()
-    }
-    fn try_lock_upgradable(&self) -> Option<Self::UpgradableGuard> {
-        self.0.try_lock_upgradable()
-    }
-    unsafe fn unlock_upgradable(&self, g: Self::UpgradableGuard) {
-        // SAFETY: forwarded.
-        unsafe { self.0.unlock_upgradable(g) }
-    }
-    unsafe fn upgrade(&self, g: Self::UpgradableGuard) -> Self::ExclusiveGuard {
-        IN_UPGRADE.store(true, Ordering::SeqCst);
-        // SAFETY: forwarded.
-        unsafe { self.0.upgrade(g) }
-    }
-    unsafe fn try_upgrade(
-        &self,
-        g: Self::UpgradableGuard,
-    ) -> Result<Self::ExclusiveGuard, Self::UpgradableGuard> {
-        if PAUSE_TRY_UPGRADE.swap(false, Ordering::SeqCst) {
-            IN_TRY_UPGRADE.store(true, Ordering::SeqCst);
-            wait_for(&RESUME_TRY_UPGRADE);
-        }
-        // SAFETY: forwarded.
-        unsafe { self.0.try_upgrade(g) }
-    }
-}
+type Delayed = Hooked<Pl, Pauses>;
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())

@@ -18,6 +18,9 @@
 //!   before their deadline and return soon after it (run them inside
 //!   [`with_busy_threads`] for a busy machine).
 //! - [`check_phase_fairness`]: the Brandenburg-Anderson phase-fair order.
+//! - [`Hooked`]: any lock with a test's [`Hooks`] around its acquisitions
+//!   (a pause where a preemption would fall, a pin on first use, a count),
+//!   every other operation forwarded.
 //!
 //! Each check panics with a message naming the broken invariant. The stress
 //! run counts operations, not time, so it does the same work on any machine;
@@ -33,6 +36,9 @@ use std::sync::atomic::{AtomicI64, AtomicIsize, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use lock_api::{RawRwLock, RawRwLockDowngrade, RawRwLockTimed, RawRwLockUpgradeTimed};
+
+mod hooked;
+pub use hooked::{Hooked, Hooks, LockOp};
 
 const SLOTS: usize = 64;
 const WRITER: isize = isize::MIN / 2;

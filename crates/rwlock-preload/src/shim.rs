@@ -600,54 +600,28 @@ pub unsafe fn destroy<L: PreloadLock>(rw: *mut pthread_rwlock_t) -> c_int {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rwlock_core::testing::{Hooked, Hooks};
     use std::sync::Barrier;
     use std::sync::atomic::AtomicIsize;
 
-    /// PF-T out of line, counting the locks alive (made by `for_kind`,
-    /// dropped by the shim's `free`).
-    struct Counted(rwlock_core::PfTicket);
+    /// Counts the locks alive: one more in `for_kind`, one fewer when the
+    /// shim's `free` drops the lock.
+    struct CountAlive;
 
-    static ALIVE: AtomicIsize = AtomicIsize::new(0);
-
-    // SAFETY: forwards to PF-T.
-    unsafe impl RawRwLock for Counted {
-        #[allow(clippy::declare_interior_mutable_const)]
-        const INIT: Self = Counted(rwlock_core::PfTicket::INIT);
-        type SharedGuard = <rwlock_core::PfTicket as RawRwLock>::SharedGuard;
-        type ExclusiveGuard = <rwlock_core::PfTicket as RawRwLock>::ExclusiveGuard;
-        fn lock_shared(&self) -> Self::SharedGuard {
-            self.0.lock_shared()
-        }
-        fn try_lock_shared(&self) -> Option<Self::SharedGuard> {
-            self.0.try_lock_shared()
-        }
-        unsafe fn unlock_shared(&self, g: Self::SharedGuard) {
-            // SAFETY: forwarded.
-            unsafe { self.0.unlock_shared(g) }
-        }
-        fn lock_exclusive(&self) -> Self::ExclusiveGuard {
-            self.0.lock_exclusive()
-        }
-        fn try_lock_exclusive(&self) -> Option<Self::ExclusiveGuard> {
-            self.0.try_lock_exclusive()
-        }
-        unsafe fn unlock_exclusive(&self, g: Self::ExclusiveGuard) {
-            // SAFETY: forwarded.
-            unsafe { self.0.unlock_exclusive(g) }
-        }
-        fn is_locked(&self) -> bool {
-            self.0.is_locked()
-        }
-        fn is_locked_exclusive(&self) -> bool {
-            self.0.is_locked_exclusive()
-        }
+    impl Hooks for CountAlive {
+        const INIT: Self = CountAlive;
     }
 
-    impl Drop for Counted {
+    impl Drop for CountAlive {
         fn drop(&mut self) {
             ALIVE.fetch_sub(1, Ordering::SeqCst);
         }
     }
+
+    /// PF-T out of line, counting the locks alive.
+    type Counted = Hooked<rwlock_core::PfTicket, CountAlive>;
+
+    static ALIVE: AtomicIsize = AtomicIsize::new(0);
 
     // SAFETY: out of line (the default `ZERO_INIT`).
     unsafe impl PreloadLock for Counted {

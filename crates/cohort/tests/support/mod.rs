@@ -10,6 +10,7 @@ use cohort::{
     ReaderPrefOpt, ReaderToken, TicketLock, WriterMutex, WriterPref,
 };
 use lock_api::{RawRwLock, RawRwLockDowngrade};
+use rwlock_core::testing::{Hooked, Hooks, LockOp};
 
 /// The `*_on` methods every lock of the crate has.
 pub trait OnNode: RawRwLock<SharedGuard = ReaderToken> + RawRwLockDowngrade + Sync {
@@ -115,9 +116,19 @@ pub fn thread_number() -> usize {
     })
 }
 
+/// Pins each thread on its first acquisition (thread `n` to CPU `n`).
+pub struct PinOnFirstUse;
+
+impl Hooks for PinOnFirstUse {
+    const INIT: Self = PinOnFirstUse;
+    fn before(&self, _: LockOp) {
+        thread_number();
+    }
+}
+
 /// Pins each thread that uses it (thread `n` to CPU `n`), then locks
 /// through the real topology: `current_node()` decides the node.
-pub struct Pinned<L>(pub L);
+pub type Pinned<L> = Hooked<L, PinOnFirstUse>;
 
 /// Pins each thread that uses it (thread `n` to CPU `n`) and sends it to
 /// node `n % nodes` through the `*_on` methods: more active nodes than
@@ -125,52 +136,6 @@ pub struct Pinned<L>(pub L);
 pub struct Spread<L> {
     pub lock: L,
     pub nodes: usize,
-}
-
-// SAFETY: forwards to the inner lock.
-unsafe impl<L: RawRwLock> RawRwLock for Pinned<L> {
-    #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: Self = Pinned(L::INIT);
-    type SharedGuard = L::SharedGuard;
-    type ExclusiveGuard = L::ExclusiveGuard;
-    fn lock_shared(&self) -> Self::SharedGuard {
-        thread_number();
-        self.0.lock_shared()
-    }
-    fn try_lock_shared(&self) -> Option<Self::SharedGuard> {
-        thread_number();
-        self.0.try_lock_shared()
-    }
-    unsafe fn unlock_shared(&self, g: Self::SharedGuard) {
-        // SAFETY: forwarded.
-        unsafe { self.0.unlock_shared(g) }
-    }
-    fn lock_exclusive(&self) -> Self::ExclusiveGuard {
-        thread_number();
-        self.0.lock_exclusive()
-    }
-    fn try_lock_exclusive(&self) -> Option<Self::ExclusiveGuard> {
-        thread_number();
-        self.0.try_lock_exclusive()
-    }
-    unsafe fn unlock_exclusive(&self, g: Self::ExclusiveGuard) {
-        // SAFETY: forwarded.
-        unsafe { self.0.unlock_exclusive(g) }
-    }
-    fn is_locked(&self) -> bool {
-        self.0.is_locked()
-    }
-    fn is_locked_exclusive(&self) -> bool {
-        self.0.is_locked_exclusive()
-    }
-}
-
-// SAFETY: forwards to the inner lock.
-unsafe impl<L: RawRwLockDowngrade> RawRwLockDowngrade for Pinned<L> {
-    unsafe fn downgrade(&self, g: Self::ExclusiveGuard) -> Self::SharedGuard {
-        // SAFETY: forwarded.
-        unsafe { self.0.downgrade(g) }
-    }
 }
 
 // SAFETY: forwards to the inner lock; the blocking paths choose the node.
@@ -228,13 +193,13 @@ unsafe impl<L: OnNode> RawRwLockDowngrade for Spread<L> {
 pub fn every_variant_pinned(nodes: usize) {
     use rwlock_core::testing::{self, StressConfig};
     for_every_variant!(|name, L| {
-        let lock = Pinned(<L>::new());
+        let lock = Pinned::new(<L>::new(), PinOnFirstUse);
         let start = std::time::Instant::now();
         for threads in [2, 8] {
             testing::stress(&lock, &StressConfig::new(threads));
         }
         testing::stress_downgrade(&lock, &StressConfig::new(4));
-        assert!(lock.0.reader_slots() <= nodes);
+        assert!(lock.inner.reader_slots() <= nodes);
         eprintln!(
             "{name}: {nodes} nodes, 2+8+4 pinned threads in {:.2?}",
             start.elapsed()
