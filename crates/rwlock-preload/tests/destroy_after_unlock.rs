@@ -102,7 +102,7 @@ fn rounds<L: PreloadLock>(rounds: usize) {
         let at = rw as usize;
         let (held, go) = std::sync::mpsc::channel::<()>();
         std::thread::scope(|s| {
-            s.spawn(move || {
+            let a = s.spawn(move || {
                 pin(0);
                 let rw = at as *mut libc::pthread_rwlock_t;
                 // The lock lives until B destroys it, after this thread's
@@ -115,7 +115,7 @@ fn rounds<L: PreloadLock>(rounds: usize) {
                     assert_eq!(shim::unlock::<L>(rw), 0);
                 }
             });
-            s.spawn(move || {
+            let b = s.spawn(move || {
                 pin(1);
                 let rw = at as *mut libc::pthread_rwlock_t;
                 go.recv().unwrap();
@@ -127,6 +127,12 @@ fn rounds<L: PreloadLock>(rounds: usize) {
                     drop(Box::from_raw(rw));
                 }
             });
+            // Joined explicitly: a join waits for the thread's exit, after
+            // its thread-local destructors have handed its release record
+            // back, where the scope's own wait ends before them (and the
+            // next round's threads would then claim fresh records).
+            a.join().unwrap();
+            b.join().unwrap();
         });
     }
 }
