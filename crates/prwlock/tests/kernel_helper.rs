@@ -342,18 +342,33 @@ fn a_reader_the_helper_cannot_reach_gets_membarrier() {
     let per_thread = 8; // the module's PRW_RECORDS_PER_THREAD
     let registered = Arc::new(Barrier::new(2));
     let stop = Arc::new(AtomicBool::new(false));
-    let (l, r, st) = (locks.clone(), registered.clone(), stop.clone());
+    let spinning = Arc::new(AtomicBool::new(false));
+    let (l, r, st, sp) = (
+        locks.clone(),
+        registered.clone(),
+        stop.clone(),
+        spinning.clone(),
+    );
     let reader = std::thread::spawn(move || {
         for lock in l.iter() {
             drop(lock.read());
         }
         r.wait();
+        // Relaxed: only tells the main thread that we run again.
+        sp.store(true, Ordering::Relaxed);
         // On CPU, never reporting.
         while !st.load(Ordering::Relaxed) {
             std::hint::spin_loop();
         }
     });
     registered.wait();
+    // Until the reader runs again: woken from the barrier, it is off its
+    // CPU for a moment, and the helper rightly spares a writer the barrier
+    // for a thread off CPU (CI, 2026-11-28: domain 0's write ran no
+    // barrier, the only write that early).
+    while !spinning.load(Ordering::Relaxed) {
+        std::hint::spin_loop();
+    }
     let requests = || prwlock::kernel_helper_stats().unwrap().consensus;
     for (i, lock) in locks.iter().enumerate() {
         let (before, barriers) = (requests(), domains[i].stats().heavy_barriers);
