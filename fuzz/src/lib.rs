@@ -16,11 +16,16 @@
 //! - [`bravo_tiny`]: both of those on BRAVO's locks over a two-slot table,
 //!   where threads' fast readers collide (also a process-wide choice);
 //! - [`ldu_ops`]: LDU operation sequences against a sequential model;
+//! - [`rcu_ops`]: 1 to 3 threads running FCP-RCU read sections, cell
+//!   updates, deferred callbacks, grace periods and barriers, with every
+//!   value's life tracked: none dropped while a section that saw it lasts,
+//!   none left behind;
 //! - [`parsers`]: every parser of outside input (`RWLOCK_TOPOLOGY`, sysfs
 //!   cpulists and trees, `BRAVO_TABLE_SLOTS`, `RWLOCK_IMPL`).
 
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 /// The input [`replay`] is running, per target (the replay tests of the
 /// targets run in parallel), for a watchdog's message; libFuzzer names its
@@ -51,8 +56,82 @@ pub mod ldu_ops;
 pub mod lock_ops;
 pub mod parsers;
 pub mod prwlock_fence;
+pub mod rcu_ops;
 pub mod subject;
 pub mod threads;
+
+/// How long one input of a target with threads may run ([`Armed`]).
+pub const WATCHDOG: Duration = Duration::from_secs(20);
+
+/// The runs in progress that a watchdog guards: (id, target, subject, what
+/// a hang means, start).
+type Runs = Vec<(u64, &'static str, &'static str, &'static str, Instant)>;
+static RUNS: Mutex<Runs> = Mutex::new(Vec::new());
+
+/// A watchdog over one run of a target with threads: if the run has not
+/// ended (the value dropped) within [`WATCHDOG`], the process aborts with a
+/// message naming the target, its subject (the lock under test) and the
+/// input being replayed, which libFuzzer records as a crash. One watcher
+/// thread serves the process; runs of several targets (the replay tests run
+/// in parallel) are watched separately.
+#[derive(Debug)]
+pub struct Armed(u64);
+
+impl Armed {
+    /// Starts watching a run of `target` on `subject`; `hang` says what a
+    /// run that never ends means there.
+    pub fn new(target: &'static str, subject: &'static str, hang: &'static str) -> Armed {
+        static WATCHER: OnceLock<()> = OnceLock::new();
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        WATCHER.get_or_init(|| {
+            std::thread::spawn(|| {
+                loop {
+                    std::thread::sleep(Duration::from_millis(100));
+                    let late = RUNS.lock().ok().and_then(|runs| {
+                        runs.iter()
+                            .find(|r| r.4.elapsed() > WATCHDOG)
+                            .map(|r| (r.1, r.2, r.3))
+                    });
+                    if let Some((target, subject, hang)) = late {
+                        let inputs = REPLAYING
+                            .lock()
+                            .map(|r| r.iter().map(|(_, p)| p.clone()).collect::<Vec<_>>())
+                            .unwrap_or_default();
+                        // To the process's stderr: libtest captures
+                        // `eprintln!` from threads a test spawns, so the
+                        // replay of the committed inputs lost the message.
+                        use std::io::Write;
+                        let _ = writeln!(
+                            std::io::stderr(),
+                            "{target}: an input ran for more than {WATCHDOG:?} on {subject}: \
+                             {hang}{}",
+                            if inputs.is_empty() {
+                                String::new()
+                            } else {
+                                format!(" (replaying {})", inputs.join(", "))
+                            }
+                        );
+                        std::process::abort();
+                    }
+                }
+            });
+        });
+        // Relaxed: a unique id; nothing is published with it.
+        let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Ok(mut runs) = RUNS.lock() {
+            runs.push((id, target, subject, hang, Instant::now()));
+        }
+        Armed(id)
+    }
+}
+
+impl Drop for Armed {
+    fn drop(&mut self) {
+        if let Ok(mut runs) = RUNS.lock() {
+            runs.retain(|r| r.0 != self.0);
+        }
+    }
+}
 
 /// Runs `run` on every committed input of `target`: the seed corpus
 /// (`corpus/<target>/`) and the inputs that once crashed

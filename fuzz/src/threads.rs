@@ -20,19 +20,16 @@
 //! upgradable reader, a zero-sum pair written by writers with plain
 //! load/store pairs and summed by readers, `is_locked_exclusive()` inside
 //! each write and `is_locked()` inside each read, the lock free at the end.
-//! A run that has not finished within [`WATCHDOG`] (a lost wake-up, a
-//! livelock) aborts the process with a message, which libFuzzer records as
-//! a crash.
+//! A run that has not finished within [`crate::WATCHDOG`] (a lost
+//! wake-up, a livelock) aborts the process with a message, which libFuzzer
+//! records as a crash ([`crate::Armed`]).
 
-use std::sync::atomic::{AtomicI64, AtomicIsize, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicI64, AtomicIsize, Ordering};
+use std::time::Duration;
 
 use crate::Bytes;
 use crate::subject::{Subject, Visitor, dispatch};
 
-/// How long one input may run.
-pub const WATCHDOG: Duration = Duration::from_secs(20);
 const MAX_OPS_PER_THREAD: usize = 256;
 const WRITER: isize = isize::MIN / 2;
 const TIMEOUTS: [Duration; 4] = [
@@ -61,7 +58,11 @@ pub fn run_on<S: Subject>(data: &[u8]) {
             plan.push(b);
         }
     }
-    let _armed = Armed::new(S::NAME);
+    let _armed = crate::Armed::new(
+        "threads",
+        S::NAME,
+        "a waiter was never woken, or the threads livelocked",
+    );
     run_plans::<S>(&plans);
 }
 
@@ -71,66 +72,6 @@ impl Visitor for Input<'_> {
     type Output = ();
     fn visit<S: Subject>(self) {
         run_on::<S>(self.0);
-    }
-}
-
-/// The watchdog: one thread for the process, polling the start time of the
-/// run in progress (0: none).
-static STARTED_NS: AtomicU64 = AtomicU64::new(0);
-static EPOCH: OnceLock<Instant> = OnceLock::new();
-/// The lock of the run in progress, for the watchdog's message.
-static LOCK_NAME: Mutex<&str> = Mutex::new("");
-
-struct Armed;
-
-impl Armed {
-    fn new(name: &'static str) -> Armed {
-        static WATCHER: OnceLock<()> = OnceLock::new();
-        let epoch = *EPOCH.get_or_init(Instant::now);
-        WATCHER.get_or_init(|| {
-            std::thread::spawn(move || {
-                loop {
-                    std::thread::sleep(Duration::from_millis(100));
-                    // Relaxed: a timestamp; a late or early read only moves the
-                    // verdict by one poll.
-                    let started = STARTED_NS.load(Ordering::Relaxed);
-                    if started != 0
-                        && (epoch.elapsed().as_nanos() as u64).saturating_sub(started)
-                            > WATCHDOG.as_nanos() as u64
-                    {
-                        let name = LOCK_NAME.lock().map_or("?", |n| *n);
-                        // To the process's stderr: libtest captures
-                        // `eprintln!` from threads a test spawns, so the
-                        // replay of the committed inputs lost the message.
-                        use std::io::Write;
-                        let _ = writeln!(
-                            std::io::stderr(),
-                            "threads: an input ran for more than {WATCHDOG:?} on {name}: \
-                             a waiter was never woken, or the threads livelocked{}",
-                            crate::replaying("threads")
-                                .or_else(|| crate::replaying("prwlock_fence"))
-                                .map(|p| format!(" (input {p})"))
-                                .unwrap_or_default()
-                        );
-                        std::process::abort();
-                    }
-                }
-            });
-        });
-        if let Ok(mut n) = LOCK_NAME.lock() {
-            *n = name;
-        }
-        // Relaxed: read only by the watchdog; never 0 (the epoch is taken
-        // before).
-        STARTED_NS.store(epoch.elapsed().as_nanos() as u64 + 1, Ordering::Relaxed);
-        Armed
-    }
-}
-
-impl Drop for Armed {
-    fn drop(&mut self) {
-        // Relaxed: see `Armed::new`.
-        STARTED_NS.store(0, Ordering::Relaxed);
     }
 }
 
