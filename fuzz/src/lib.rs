@@ -16,6 +16,8 @@
 //! - [`bravo_tiny`]: both of those on BRAVO's locks over a two-slot table,
 //!   where threads' fast readers collide (also a process-wide choice);
 //! - [`ldu_ops`]: LDU operation sequences against a sequential model;
+//! - [`ldu_threads`]: 2 or 3 threads updating, synchronizing and reading
+//!   one LDU log, each with the model of the items only it updates;
 //! - [`rcu_ops`]: 1 to 3 threads running FCP-RCU read sections, cell
 //!   updates, deferred callbacks, grace periods and barriers, with every
 //!   value's life tracked: none dropped while a section that saw it lasts,
@@ -53,6 +55,7 @@ fn note_replaying(target: &str, path: Option<String>) {
 
 pub mod bravo_tiny;
 pub mod ldu_ops;
+pub mod ldu_threads;
 pub mod lock_ops;
 pub mod parsers;
 pub mod prwlock_fence;

@@ -3,7 +3,7 @@
 //! once crashed (`regressions/<target>/`, kept forever by `scripts/fuzz`).
 //! `prwlock_fence` needs a process of its own: `tests/prwlock_fence.rs`.
 
-use numa_rwlocks_fuzz::{ldu_ops, lock_ops, parsers, rcu_ops, replay, threads};
+use numa_rwlocks_fuzz::{ldu_ops, ldu_threads, lock_ops, parsers, rcu_ops, replay, threads};
 
 #[test]
 fn lock_ops() {
@@ -18,6 +18,11 @@ fn threads() {
 #[test]
 fn ldu_ops() {
     replay("ldu_ops", ldu_ops::run);
+}
+
+#[test]
+fn ldu_threads() {
+    replay("ldu_threads", ldu_threads::run);
 }
 
 #[test]
