@@ -1060,13 +1060,10 @@ mod tests {
 
     type Pl = Bravo<parking_lot::RawRwLock>;
 
-    /// Tests share the process's table; those asserting which path a read
-    /// took must not see another test's reader in their slot, so the tests
-    /// of this module run one at a time.
-    fn serial() -> std::sync::MutexGuard<'static, ()> {
-        static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-    }
+    // Tests share the process's table; those asserting which path a read
+    // took must not see another test's reader in their slot, so the tests
+    // of this module run one at a time.
+    use rwlock_core::testing::serial;
 
     use crate::test_support::{FastReader, bias as biased};
 

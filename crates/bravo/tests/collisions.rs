@@ -25,8 +25,7 @@ type Pl = Bravo<parking_lot::RawRwLock, Listing1>;
 /// they share the slot, and each test's assertions about who holds it
 /// assume nobody else runs.
 fn one_slot() -> std::sync::MutexGuard<'static, ()> {
-    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let guard = rwlock_core::testing::serial();
     bravo::table::configure(1).expect("this binary's table has one slot");
     assert_eq!(bravo::table::slots(), 1);
     guard

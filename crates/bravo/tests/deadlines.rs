@@ -18,12 +18,9 @@ use support::{FastReader, bias};
 
 type Pl = Bravo<parking_lot::RawRwLock>;
 
-/// The tests share the process's visible-readers table: one at a time, so
-/// that no other test's reader takes the slot a fast reader here expects.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+// The tests share the process's visible-readers table: one at a time, so
+// that no other test's reader takes the slot a fast reader here expects.
+use rwlock_core::testing::serial;
 
 fn revoking(lock: &Pl) -> bool {
     format!("{lock:?}").contains("revoking: true")

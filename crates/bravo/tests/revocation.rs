@@ -11,12 +11,9 @@ use lock_api::RawRwLock;
 
 const WRITER: isize = isize::MIN / 2;
 
-/// The tests share the process's table; one asserts which path a read
-/// took, so they run one at a time.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+// The tests share the process's table; one asserts which path a read
+// took, so they run one at a time.
+use rwlock_core::testing::serial;
 
 /// Readers loop on the fast path while writers revoke, over and over; the
 /// occupancy word proves no writer is ever inside with anyone.

@@ -14,13 +14,13 @@
 //! different pauses; a mutex keeps them apart.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use bravo::Bravo;
 use lock_api::{RawRwLock, RawRwLockUpgrade};
-use rwlock_core::testing::{Hooked, Hooks, LockOp};
+use rwlock_core::testing::{Hooked, Hooks, LockOp, serial};
 
 type Pl = parking_lot::RawRwLock;
 
@@ -30,7 +30,6 @@ const READS_FOR: Duration = Duration::from_millis(100);
 /// has called `L`'s `upgrade` (so that the upgrade is waiting in it).
 const SETTLE: Duration = Duration::from_millis(50);
 
-static SERIAL: Mutex<()> = Mutex::new(());
 static PAUSE_TRY_UPGRADE: AtomicBool = AtomicBool::new(false);
 static IN_TRY_UPGRADE: AtomicBool = AtomicBool::new(false);
 static RESUME_TRY_UPGRADE: AtomicBool = AtomicBool::new(false);
@@ -72,10 +71,6 @@ impl Hooks for Pauses {
 }
 
 type Delayed = Hooked<Pl, Pauses>;
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// `try_upgrade` on an unbiased lock; while it is inside `L`'s
 /// `try_upgrade`, another thread's slow reads (which `L` lets in beside an

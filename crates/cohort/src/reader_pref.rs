@@ -259,22 +259,7 @@ mod tests {
         pub(super) static RETREATS: Cell<u32> = const { Cell::new(0) };
     }
 
-    /// Pins the calling thread to `cpu`.
-    fn pin_to(cpu: usize) {
-        // SAFETY: all-zero bytes are a valid, empty cpu_set_t.
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        // SAFETY: `cpu` came from sched_getcpu, so it is below CPU_SETSIZE.
-        unsafe { libc::CPU_SET(cpu, &mut set) };
-        let size = std::mem::size_of::<libc::cpu_set_t>();
-        // SAFETY: pins the calling thread (0) to `set`, read for the call only.
-        let rc = unsafe { libc::sched_setaffinity(0, size, &set) };
-        assert_eq!(
-            rc,
-            0,
-            "sched_setaffinity: {}",
-            std::io::Error::last_os_error()
-        );
-    }
+    use rwlock_core::testing::pin_to;
 
     /// A writer holds the lock; a reader pinned to one CPU, beside a busy
     /// thread there if `shared`, waits for it. Returns how many times the

@@ -20,13 +20,9 @@ use support::OnNode;
 
 const GIVE_UP: Duration = Duration::from_millis(200);
 
-/// The relays time their partners: run one scenario at a time so that the
-/// tests of this binary do not steal each other's CPU.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
+// The relays time their partners: one scenario at a time, so that the
+// tests of this binary do not steal each other's CPU.
+use rwlock_core::testing::serial;
 const STARVED_FOR: Duration = Duration::from_millis(800);
 
 /// Two readers relay on `lock` while a writer tries to get in; returns how

@@ -1022,15 +1022,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn a_wait_that_yields_its_cpu_engages_the_gate() {
-        fn pin_to(cpu: usize) {
-            // SAFETY: all-zero bytes are a valid, empty cpu_set_t.
-            let mut set: libc::cpu_set_t = unsafe { mem::zeroed() };
-            // SAFETY: `cpu` came from sched_getcpu, so it is below CPU_SETSIZE.
-            unsafe { libc::CPU_SET(cpu, &mut set) };
-            // SAFETY: pins the calling thread (0) to `set`, read for the call only.
-            let rc = unsafe { libc::sched_setaffinity(0, mem::size_of::<libc::cpu_set_t>(), &set) };
-            assert_eq!(rc, 0);
-        }
+        use rwlock_core::testing::pin_to;
         // SAFETY: sched_getcpu has no preconditions.
         let cpu = usize::try_from(unsafe { libc::sched_getcpu() }).unwrap_or(0);
         let log: Ldu<OrderedSet<u32>> = Ldu::default();

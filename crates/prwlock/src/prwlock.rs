@@ -1022,11 +1022,8 @@ mod tests {
             let lock = PrwLock::new();
             let w = lock.lock_exclusive();
             assert!(!lock.gate.is_engaged());
-            let started = core::sync::atomic::AtomicBool::new(false);
             std::thread::scope(|s| {
-                s.spawn(|| {
-                    // Relaxed: only shortens the main thread's wait below.
-                    started.store(true, Ordering::Relaxed);
+                rwlock_core::testing::spawn_and_hold(s, Duration::from_millis(20), || {
                     if wait_as_writer {
                         let g = lock.lock_exclusive();
                         // SAFETY: our write.
@@ -1037,12 +1034,6 @@ mod tests {
                         unsafe { lock.unlock_shared(g) };
                     }
                 });
-                // The 20 ms start once the waiter runs (on a loaded machine
-                // a new thread may not run for that long).
-                while !started.load(Ordering::Relaxed) {
-                    std::thread::yield_now();
-                }
-                std::thread::sleep(Duration::from_millis(20));
                 // SAFETY: our write.
                 unsafe { lock.unlock_exclusive(w) };
             });

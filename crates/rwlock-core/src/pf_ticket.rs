@@ -552,7 +552,7 @@ mod tests {
         use std::sync::atomic::AtomicU32 as Counter;
         use std::time::{Duration, Instant};
 
-        use crate::topology::tests::{allowed_cpus, pin_to};
+        use crate::testing::{allowed_cpus, pin_to};
         let cpu = allowed_cpus()[0];
         let pin = || pin_to(cpu);
         let status = |tid: u32| {

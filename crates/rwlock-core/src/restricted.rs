@@ -912,7 +912,6 @@ mod tests {
     use super::*;
     use crate::pf_ticket::PfTicket;
     use crate::testing;
-    use core::sync::atomic::AtomicBool;
 
     type Pft = Restricted<PfTicket>;
 
@@ -975,22 +974,13 @@ mod tests {
         let lock = Pft::INIT;
         assert!(!lock.is_engaged());
         let w = lock.lock_exclusive();
-        let started = AtomicBool::new(false);
         std::thread::scope(|s| {
-            s.spawn(|| {
-                // Relaxed: only shortens the main thread's wait below.
-                started.store(true, Ordering::Relaxed);
+            crate::testing::spawn_and_hold(s, Duration::from_millis(20), || {
                 // Waits far longer than the spin phase: deep.
                 let g = lock.lock_exclusive();
                 // SAFETY: our write.
                 unsafe { lock.unlock_exclusive(g) };
             });
-            // The 20 ms start once the waiter runs (on a loaded machine a
-            // new thread may not run for that long).
-            while !started.load(Ordering::Relaxed) {
-                std::thread::yield_now();
-            }
-            std::thread::sleep(Duration::from_millis(20));
             // SAFETY: our write.
             unsafe { lock.unlock_exclusive(w) };
         });

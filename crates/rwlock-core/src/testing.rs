@@ -21,6 +21,10 @@
 //! - [`Hooked`]: any lock with a test's [`Hooks`] around its acquisitions
 //!   (a pause where a preemption would fall, a pin on first use, a count),
 //!   every other operation forwarded.
+//! - [`serial`], [`best_of`] and [`spawn_and_hold`]: for tests that measure
+//!   time or CPU, one at a time, judged on the best of a few rounds, and a
+//!   waiter kept waiting for a while once it runs; [`pin_to`],
+//!   [`pin_to_allowed`] and [`allowed_cpus`] (Linux) to place threads.
 //!
 //! Each check panics with a message naming the broken invariant. The stress
 //! run counts operations, not time, so it does the same work on any machine;
@@ -37,8 +41,14 @@ use std::time::{Duration, Instant};
 
 use lock_api::{RawRwLock, RawRwLockDowngrade, RawRwLockTimed, RawRwLockUpgradeTimed};
 
+#[cfg(target_os = "linux")]
+mod cpus;
 mod hooked;
+mod timing;
+#[cfg(target_os = "linux")]
+pub use cpus::{allowed_cpus, pin_to, pin_to_allowed};
 pub use hooked::{Hooked, Hooks, LockOp};
+pub use timing::{best_of, serial, spawn_and_hold};
 
 const SLOTS: usize = 64;
 const WRITER: isize = isize::MIN / 2;

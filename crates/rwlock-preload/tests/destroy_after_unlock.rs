@@ -64,13 +64,7 @@ unsafe impl GlobalAlloc for Quarantine {
 static ALLOCATOR: Quarantine = Quarantine;
 
 fn pin(cpu: usize) {
-    // SAFETY: a zeroed, then filled, `cpu_set_t` for the calling thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        let size = std::mem::size_of::<libc::cpu_set_t>();
-        assert_eq!(libc::sched_setaffinity(0, size, &set), 0);
-    }
+    rwlock_core::testing::pin_to(cpu);
     refresh_current_cpu();
 }
 

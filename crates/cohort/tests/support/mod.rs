@@ -75,23 +75,10 @@ pub type _Used = (
     Cohort<TicketLock, TicketLock>,
 );
 
-/// Pins the calling thread to `cpu` (modulo the CPUs it may use).
-pub fn pin_to(cpu: usize) {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    // CPU_SET writes inside the set; sched_setaffinity(0, ...) only affects
-    // the calling thread.
-    // SAFETY: a zeroed cpu_set_t is a valid empty set.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu % cpus, &mut set);
-        let rc = libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-        assert_eq!(
-            rc,
-            0,
-            "sched_setaffinity: {}",
-            std::io::Error::last_os_error()
-        );
-    }
+/// Pins the calling thread to the `n`-th CPU it may use (modulo their
+/// number: `rwlock_core::testing::pin_to_allowed`).
+pub fn pin_to(n: usize) {
+    rwlock_core::testing::pin_to_allowed(n);
     rwlock_core::topology::refresh_current_cpu();
 }
 

@@ -654,31 +654,8 @@ fn machine_sysfs() -> Option<Topology> {
     Topology::from_sysfs(Path::new("/sys/devices/system")).ok()
 }
 
-/// CPUs this thread may run on (also for other modules' tests).
 #[cfg(target_os = "linux")]
-pub(crate) fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: an all-zero `cpu_set_t` is a valid empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is a live `cpu_set_t` of the size passed.
-    let rc = unsafe { libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set) };
-    assert_eq!(rc, 0, "sched_getaffinity failed");
-    (0..libc::CPU_SETSIZE as usize)
-        // SAFETY: `cpu` is below `CPU_SETSIZE`.
-        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
-        .collect()
-}
-
-/// Pins the calling thread to `cpu` (also for other modules' tests).
-#[cfg(target_os = "linux")]
-pub(crate) fn pin_to(cpu: usize) {
-    // SAFETY: an all-zero `cpu_set_t` is a valid empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `cpu` is below `CPU_SETSIZE` (it came from `allowed_cpus`).
-    unsafe { libc::CPU_SET(cpu, &mut set) };
-    // SAFETY: `set` is a live `cpu_set_t` of the size passed.
-    let rc = unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) };
-    assert_eq!(rc, 0, "sched_setaffinity({cpu}) failed");
-}
+use crate::testing::{allowed_cpus, pin_to};
 
 #[test]
 fn detection_matches_sysfs() {
