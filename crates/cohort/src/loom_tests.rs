@@ -375,3 +375,78 @@ fn loom_tests_ticket_lock_three_in_line() {
         assert!(!s.lock.is_locked());
     });
 }
+
+/// The try paths: a try-read on node 0 and a try-write on node 1 race a
+/// blocking read on node 0 (the main thread), over a ticket lock and one
+/// indicator slot. The try-write's Dekker pair (mutex, fence, indicator)
+/// against the readers' (arrive, check the mutex) must keep it out while
+/// a reader is in, and its release must let the blocking reader in; a try
+/// that fails must leave nothing behind (the lock free at the end, the
+/// data counting the successful writes).
+macro_rules! try_read_and_try_write_vs_reader {
+    ($make:expr) => {
+        loom::model(|| {
+            let s = Shared::new($make);
+            let try_reader = {
+                let s = s.clone();
+                thread::spawn(move || {
+                    let t = s.lock.try_lock_shared_on(0)?;
+                    let v = s.get();
+                    // SAFETY: our own acquisition.
+                    unsafe { s.lock.unlock_shared_token(t) };
+                    Some(v)
+                })
+            };
+            let try_writer = {
+                let s = s.clone();
+                thread::spawn(move || match s.lock.try_lock_exclusive_on(1) {
+                    Some(g) => {
+                        s.bump();
+                        // SAFETY: our own acquisition.
+                        unsafe { s.lock.unlock_exclusive_guard(g) };
+                        1
+                    }
+                    None => 0,
+                })
+            };
+            let g = s.lock.lock_shared_on(0);
+            assert!(s.get() <= 1);
+            // SAFETY: our own acquisition.
+            unsafe { s.lock.unlock_shared_token(g) };
+            assert!(try_reader.join().unwrap().is_none_or(|v| v <= 1));
+            let wrote = try_writer.join().unwrap();
+            assert!(!lock_api::RawRwLock::is_locked(&s.lock));
+            let g = s.lock.lock_exclusive_on(0);
+            assert_eq!(s.get(), wrote);
+            // SAFETY: our own acquisition.
+            unsafe { s.lock.unlock_exclusive_guard(g) };
+        })
+    };
+}
+
+/// [`try_read_and_try_write_vs_reader`] on C-RW-WP, C-RW-RP, C-RW-RP-opt
+/// and C-RW-NP (RP-opt's try-write sets `WActive`, NP's try-read takes the
+/// mutex; the others share `try_write_alone`). Patience 1.
+#[test]
+fn loom_tests_c_rw_try_paths() {
+    try_read_and_try_write_vs_reader!(NeutralPref::from_parts(
+        TicketLock::new(),
+        IngressEgress::new(1),
+        1
+    ));
+    try_read_and_try_write_vs_reader!(WriterPref::from_parts(
+        TicketLock::new(),
+        IngressEgress::new(1),
+        1
+    ));
+    try_read_and_try_write_vs_reader!(ReaderPref::from_parts(
+        TicketLock::new(),
+        IngressEgress::new(1),
+        1
+    ));
+    try_read_and_try_write_vs_reader!(ReaderPrefOpt::from_parts(
+        TicketLock::new(),
+        IngressEgress::new(1),
+        1
+    ));
+}
