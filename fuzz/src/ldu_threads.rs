@@ -53,13 +53,7 @@ pub fn run(data: &[u8]) {
     let mut bytes = Bytes::new(data);
     let config = bytes.byte();
     let threads = 2 + usize::from(config & 1);
-    let mut plans: Vec<Vec<u8>> = vec![Vec::new(); threads];
-    for (i, &b) in bytes.rest().iter().enumerate() {
-        let plan = &mut plans[i % threads];
-        if plan.len() < MAX_OPS_PER_THREAD {
-            plan.push(b);
-        }
-    }
+    let plans = crate::deal(bytes.rest(), threads, MAX_OPS_PER_THREAD);
     if config & 2 == 0 {
         run_on::<parking_lot::RawRwLock>(&plans, "Ldu over parking_lot");
     } else {

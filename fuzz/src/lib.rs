@@ -171,6 +171,20 @@ pub fn replay(target: &str, run: fn(&[u8])) -> usize {
     count
 }
 
+/// Deals `ops` to `threads` threads in turn (the first byte to thread 0,
+/// the next to thread 1, ...), at most `max_per_thread` each: the plans
+/// of the targets with threads.
+pub fn deal(ops: &[u8], threads: usize, max_per_thread: usize) -> Vec<Vec<u8>> {
+    let mut plans: Vec<Vec<u8>> = vec![Vec::new(); threads];
+    for (i, &b) in ops.iter().enumerate() {
+        let plan = &mut plans[i % threads];
+        if plan.len() < max_per_thread {
+            plan.push(b);
+        }
+    }
+    plans
+}
+
 /// Reads the input a byte at a time; zero once it is exhausted.
 #[derive(Debug)]
 pub struct Bytes<'a>(&'a [u8]);

@@ -168,13 +168,7 @@ pub fn run(data: &[u8]) {
     let config = bytes.byte();
     let threads = 1 + usize::from(config & 3) % 3;
     DOMAIN.set_batch_size(BATCHES[usize::from(config >> 2) & 7]);
-    let mut plans: Vec<Vec<u8>> = vec![Vec::new(); threads];
-    for (i, &b) in bytes.rest().iter().enumerate() {
-        let plan = &mut plans[i % threads];
-        if plan.len() < MAX_OPS_PER_THREAD {
-            plan.push(b);
-        }
-    }
+    let plans = crate::deal(bytes.rest(), threads, MAX_OPS_PER_THREAD);
     let _armed = crate::Armed::new(
         "rcu_ops",
         "prwlock::rcu",

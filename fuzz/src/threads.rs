@@ -51,13 +51,7 @@ pub fn run(data: &[u8]) {
 pub fn run_on<S: Subject>(data: &[u8]) {
     let mut bytes = Bytes::new(data);
     let threads = 2 + usize::from(bytes.byte() % 3);
-    let mut plans: Vec<Vec<u8>> = vec![Vec::new(); threads];
-    for (i, &b) in bytes.rest().iter().enumerate() {
-        let plan = &mut plans[i % threads];
-        if plan.len() < MAX_OPS_PER_THREAD {
-            plan.push(b);
-        }
-    }
+    let plans = crate::deal(bytes.rest(), threads, MAX_OPS_PER_THREAD);
     let _armed = crate::Armed::new(
         "threads",
         S::NAME,
