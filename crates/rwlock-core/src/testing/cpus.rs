@@ -39,8 +39,8 @@ pub fn pin_to(cpu: usize) {
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: `cpu` is below `CPU_SETSIZE` (checked above).
     unsafe { libc::CPU_SET(cpu, &mut set) };
-    // SAFETY: `set` is a live `cpu_set_t` of the size passed; pid 0 is the
-    // calling thread.
+    // pid 0: the calling thread.
+    // SAFETY: `set` is a live `cpu_set_t` of the size passed.
     let rc = unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) };
     assert_eq!(
         rc,
