@@ -200,7 +200,7 @@ than corrupt the thread's holds\n";
 }
 
 /// The calling thread's identity (see [`with`]).
-#[inline(always)]
+#[cfg(test)]
 pub fn thread_key() -> usize {
     with(|_, key| key)
 }
@@ -281,11 +281,15 @@ impl Held {
     }
 
     /// The hold at `at` (from [`Held::position`]).
+    ///
+    /// # Panics
+    ///
+    /// If `at` is not below the table's length.
     #[inline(always)]
     pub fn at(&mut self, at: usize) -> &mut Hold {
+        assert!(at < self.len, "held: no hold at {at}");
         if at < INLINE {
-            debug_assert!(at < self.len);
-            // SAFETY: a position below `len`: initialised.
+            // SAFETY: a position below `len` (asserted): initialised.
             unsafe { self.inline[at].assume_init_mut() }
         } else {
             &mut self.spill()[at - INLINE]
@@ -388,7 +392,7 @@ impl Held {
     /// # Safety
     ///
     /// As [`Held::take`].
-    #[inline]
+    #[cfg(test)]
     pub unsafe fn remove<G>(&mut self, lock: usize) -> Option<G> {
         let at = self.position(lock)?;
         // SAFETY: forwarded.
@@ -396,11 +400,13 @@ impl Held {
     }
 
     /// How many locks the thread reads.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// Whether the thread reads no lock.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -409,6 +415,12 @@ impl Held {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_position_past_the_length_panics_instead_of_reading_an_empty_entry() {
+        let caught = std::panic::catch_unwind(|| with(|h, _| h.at(9).count));
+        assert!(caught.is_err(), "at(9) of an empty table returned an entry");
+    }
 
     #[test]
     fn push_find_remove_past_the_inline_table() {

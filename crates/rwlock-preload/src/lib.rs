@@ -56,7 +56,7 @@
 //! a read hold from a write hold without a token: a thread's read holds
 //! (with the per-acquisition guard BRAVO, brlock, cohort and prwlock need
 //! to release the right slot, node or record after a migration) are in a
-//! thread-local table ([`held`]), the writer's identity in the lock.
+//! thread-local table (module `held`), the writer's identity in the lock.
 //!
 //! # Errors (POSIX's codes)
 //!
@@ -196,18 +196,33 @@ macro_rules! where_it_exports {
 }
 
 pub mod family;
-pub mod held;
+mod held;
 
 pub use family::Family;
 
 where_it_exports! {
     pub mod families;
     mod glibc;
-    pub mod releasing;
+    mod releasing;
+    pub use releasing::records as release_records;
     pub mod shim;
     mod exports;
     pub use exports::*;
 }
+
+/// The shim's own tables are private: the thread's read holds (and the
+/// guards its unlock releases) and the records of unlocks under way, which
+/// safe code could otherwise rewrite under the shim (found in review).
+///
+/// ```compile_fail
+/// rwlock_preload::held::with(|_, _| ());
+/// ```
+///
+/// ```compile_fail
+/// let _ = &rwlock_preload::releasing::UNRECORDED;
+/// ```
+#[cfg(doctest)]
+pub struct PrivateTables;
 
 /// The README's Rust examples, compiled and run as doc-tests (today it has
 /// only shell ones).

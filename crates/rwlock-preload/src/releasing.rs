@@ -66,7 +66,7 @@ unsafe impl Sync for Record {}
 static RECORDS: AtomicPtr<Record> = AtomicPtr::new(ptr::null_mut());
 
 /// Unlocks under way without a record entry (see the module docs).
-pub static UNRECORDED: AtomicUsize = AtomicUsize::new(0);
+static UNRECORDED: AtomicUsize = AtomicUsize::new(0);
 
 /// The calling thread's side.
 struct Mine {
@@ -253,7 +253,8 @@ pub fn wait_released(lock: usize) {
 }
 
 /// Records made so far (each thread that unlocked has one; an exited
-/// thread's is reused): for tests.
+/// thread's is reused): a diagnostic for tests, re-exported as
+/// [`release_records`](crate::release_records).
 pub fn records() -> usize {
     let mut n = 0;
     // Acquire: as in `claim_record`.

@@ -24,7 +24,7 @@
 //! POSIX expects it) and `pthread_rwlock_destroy` frees.
 //!
 //! Which hold an unlock releases: the writer's thread key (a number no
-//! other thread gets, [`held::with`]) is kept in the `Shim` while it holds the
+//! other thread gets, `held::with`) is kept in the `Shim` while it holds the
 //! lock, with the family's exclusive guard; a reader's guard is kept in the
 //! thread's own hold table. `unlock` looks in the table first (a read hold),
 //! then at `writer` (a write hold), and otherwise answers `EPERM`.

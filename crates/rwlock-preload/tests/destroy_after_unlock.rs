@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use rwlock_core::topology::{Topology, current_node, refresh_current_cpu};
 use rwlock_preload::shim::PreloadLock;
-use rwlock_preload::{families, releasing, shim};
+use rwlock_preload::{families, release_records, shim};
 
 const POISON: u8 = 0xA5;
 
@@ -154,8 +154,8 @@ fn a_lock_destroyed_while_its_releaser_is_still_inside_unlock_is_not_written() {
     assert!(bad.is_empty(), "freed lock memory written: {bad:#?}");
     // One record per thread alive at once: the exited threads' are reused.
     assert!(
-        releasing::records() <= 8,
+        release_records() <= 8,
         "{} release records for 2 threads at a time",
-        releasing::records()
+        release_records()
     );
 }
