@@ -71,7 +71,9 @@
 //! A thread registers a status record in a domain on its first read there
 //! and gives it back when it exits (thread-local destructor); records are
 //! reused, so memory is bounded by the most threads alive at once. A writer
-//! never waits for an exited thread. Dropping a lock while threads that
+//! never waits for an exited thread, except for a read guard the thread
+//! leaked (`mem::forget`), which keeps the lock read-locked for good, as a
+//! leaked guard of any lock does. Dropping a lock while threads that
 //! read it are registered is fine: records name locks by a unique id, not
 //! by address. A thread may hold [`PASSIVE_SLOTS`] locks of one domain in
 //! passive mode at once; further nested reads use the lock's active counter

@@ -220,9 +220,11 @@ impl<W: WaitPolicy> BrLock<W> {
         }
     }
 
-    /// Releases the exclusive hold of sub-locks `range`.
+    /// Releases the exclusive hold of sub-locks `range`, the last first:
+    /// `is_locked_exclusive` reads the last sub-lock, so it turns false
+    /// before any reader can enter another.
     fn write_unlock_range(subs: &[Sub<W>], range: core::ops::Range<usize>) {
-        for sub in &subs[range] {
+        for sub in subs[range].iter().rev() {
             // PfTicket's guards are stateless, so a fresh one stands for ours.
             // SAFETY: the caller holds these sub-locks exclusively.
             unsafe { sub.unlock_exclusive(lock_api::GuardSend::new()) };
@@ -322,10 +324,13 @@ unsafe impl<W: WaitPolicy> RawRwLock for BrLock<W> {
     }
 
     fn is_locked_exclusive(&self) -> bool {
-        // A writer takes sub-lock 0 first: it is held exclusively from the
-        // first writer step to the unlock.
+        // A writer takes the sub-locks in order and is inside once it holds
+        // the last one exclusively (every earlier one is drained by then);
+        // the last is released last. (Sub-lock 0 answered until 2026-11-28:
+        // a reader of a later sub-lock was told the lock was held
+        // exclusively while the writer waited for it; found in review.)
         self.allocated()
-            .is_some_and(|subs| subs[0].is_locked_exclusive())
+            .is_some_and(|subs| subs[subs.len() - 1].is_locked_exclusive())
     }
 }
 
@@ -347,6 +352,42 @@ unsafe impl<W: WaitPolicy> RawRwLockDowngrade for BrLock<W> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    /// A reader of a later sub-lock is not told the lock is held
+    /// exclusively while the writer, holding the sub-locks before it,
+    /// waits for it (review finding: sub-lock 0 answered).
+    #[test]
+    fn a_writer_waiting_for_a_later_sub_lock_is_not_exclusive_yet() {
+        let l = std::sync::Arc::new(BrLock::<DefaultWait>::with_sub_locks(4));
+        let g = l.lock_shared_on(1);
+        let writer = {
+            let l = l.clone();
+            std::thread::spawn(move || {
+                let g = l.lock_exclusive();
+                let inside = l.is_locked_exclusive();
+                // SAFETY: our exclusive acquisition.
+                unsafe { l.unlock_exclusive(g) };
+                inside
+            })
+        };
+        // Relaxed: polling for the writer's announcement on sub-lock 1
+        // (sub-lock 0 is then its own, drained).
+        while l.subs()[1].readers.rin.load(Ordering::Relaxed) & crate::phase_fair::WBITS == 0 {
+            std::thread::yield_now();
+        }
+        assert!(l.subs()[0].is_locked_exclusive());
+        assert!(
+            !l.is_locked_exclusive(),
+            "a waiting writer counted as inside"
+        );
+        // SAFETY: our shared acquisition.
+        unsafe { l.unlock_shared(g) };
+        assert!(
+            writer.join().unwrap(),
+            "the writer inside was not exclusive"
+        );
+        assert!(!l.is_locked_exclusive());
+    }
 
     #[test]
     #[should_panic(expected = "more sub-locks than")]

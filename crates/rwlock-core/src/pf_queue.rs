@@ -12,7 +12,8 @@
 //!
 //! ```text
 //!  rin, rout      reader arrivals / departures, writer bits PRES|PHID in rin (as PF-T)
-//!  wstate         LOCKED (bit 0): writer mutual exclusion; PHASE (bit 1): next writer's PHID
+//!  wstate         LOCKED (bit 0): writer mutual exclusion; PHASE (bit 1): next writer's PHID;
+//!                 DRAIN_AT (bit 2): bits 8-31 hold the holder's drain target (is_locked_exclusive)
 //!  wtail          tail of the writers' MCS queue (null: empty)
 //!  rtail[2]       one queue of blocked readers per writer phase; CLOSED when no
 //!                 writer of that phase is present
@@ -82,7 +83,9 @@ use core::fmt;
 use core::marker::PhantomData;
 use core::ptr;
 
-use crate::phase_fair::{MAX_WITHDRAWALS, PRES, RINC, ReaderCounts, WBITS};
+use crate::phase_fair::{
+    MAX_WITHDRAWALS, NO_DRAIN, PRES, RINC, ReaderCounts, TRACK_INSIDE, WBITS, drain_mark,
+};
 use crate::sync::{AtomicPtr, AtomicU32, Ordering};
 use crate::wait::{DefaultWait, Latch, WaitPolicy, Waiters, spin_until};
 
@@ -91,6 +94,11 @@ const PHID: u32 = 0x1;
 
 const LOCKED: u32 = 0x1;
 const PHASE_SHIFT: u32 = 1;
+/// In `wstate`, with `LOCKED`: bits 8-31 hold the holder's drain target
+/// (`phase_fair::drain_mark`, whose low byte is zero), for
+/// `is_locked_exclusive`. Only the holder of `LOCKED` writes `wstate` until
+/// it releases it, and the release clears this bit.
+const DRAIN_AT: u32 = 0x4;
 
 /// A blocked reader's queue element, on its stack.
 struct ReaderNode {
@@ -317,11 +325,29 @@ impl<W: WaitPolicy> PfQueue<W> {
             .rin
             .fetch_add(PRES | u64::from(phase), Ordering::AcqRel)
             & !WBITS;
+        self.publish_drain(phase, rticket);
         // `drained` Acquires: pairs with the departing readers' SeqCst
         // increments.
         if !self.readers.drained(rticket) {
             self.waiters
                 .wait_until::<W>(|| self.readers.drained(rticket));
+        }
+    }
+
+    /// With `LOCKED` held and the writer announced: publishes its drain
+    /// target in `wstate`. A plain store, since only the holder writes
+    /// `wstate` now (a competing CAS expects `LOCKED` clear and fails
+    /// either way), on the line the writer has just written `rin` on.
+    /// Relaxed: a snapshot's value; the release of `LOCKED` clears it
+    /// before the next writer can take `LOCKED` and announce
+    /// (`ReaderCounts::is_locked_exclusive`).
+    #[inline]
+    fn publish_drain(&self, phase: u32, rticket: u64) {
+        if TRACK_INSIDE {
+            self.wstate.store(
+                LOCKED | DRAIN_AT | (phase << PHASE_SHIFT) | drain_mark(rticket),
+                Ordering::Relaxed,
+            );
         }
     }
 
@@ -350,6 +376,7 @@ impl<W: WaitPolicy> PfQueue<W> {
                 )
                 .is_ok()
             {
+                self.publish_drain(phase, r);
                 return Some(phase);
             }
             // Never announced: no reader can have queued. Relaxed: restores
@@ -489,7 +516,15 @@ unsafe impl<W: WaitPolicy> lock_api::RawRwLock for PfQueue<W> {
 
     #[inline]
     fn is_locked_exclusive(&self) -> bool {
-        self.readers.is_locked_exclusive()
+        self.readers.is_locked_exclusive(|| {
+            // Relaxed: ordered after `rin`'s Acquire load (see there).
+            let w = self.wstate.load(Ordering::Relaxed);
+            if w & DRAIN_AT == 0 {
+                NO_DRAIN
+            } else {
+                w & !0xff
+            }
+        })
     }
 }
 
@@ -508,6 +543,40 @@ mod tests {
     use super::*;
     use lock_api::RawRwLock;
     use std::sync::Arc;
+
+    /// A reader is not told the lock is held exclusively while the writer
+    /// it holds back has only announced itself; the writer, once in, is
+    /// (review finding: PF-Q answered from the writer bits alone).
+    #[test]
+    fn a_writer_waiting_for_a_reader_is_not_exclusive_yet() {
+        let l = Arc::new(PfQueue::<DefaultWait>::new());
+        let g = l.lock_shared();
+        let writer = {
+            let l = l.clone();
+            std::thread::spawn(move || {
+                let g = l.lock_exclusive();
+                let inside = l.is_locked_exclusive();
+                // SAFETY: our exclusive acquisition.
+                unsafe { l.unlock_exclusive(g) };
+                inside
+            })
+        };
+        // Relaxed: polling for the announcement.
+        while l.readers.rin.load(Ordering::Relaxed) & WBITS == 0 {
+            std::thread::yield_now();
+        }
+        assert!(
+            !l.is_locked_exclusive(),
+            "a waiting writer counted as inside"
+        );
+        // SAFETY: our shared acquisition.
+        unsafe { l.unlock_shared(g) };
+        assert!(
+            writer.join().unwrap(),
+            "the writer inside was not exclusive"
+        );
+        assert!(!l.is_locked_exclusive());
+    }
 
     #[test]
     fn is_locked_holds_for_a_holder_under_reader_churn() {

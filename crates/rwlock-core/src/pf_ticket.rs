@@ -114,8 +114,9 @@
 //!
 //! # Footprint
 //!
-//! 40 bytes, 8-byte aligned (asserted in a test): the state above and three
-//! 4-byte waiter counts (32 bytes before the parking places were split).
+//! 40 bytes, 8-byte aligned (asserted in a test): the state above, the
+//! writer's drain target (for `is_locked_exclusive`) and three 4-byte
+//! waiter counts (32 bytes before the parking places were split).
 //! The lock is not padded: put it in a [`CachePadded`](crate::CachePadded)
 //! if neighbours would share its line.
 
@@ -123,7 +124,9 @@ use core::cell::Cell;
 use core::fmt;
 use core::marker::PhantomData;
 
-use crate::phase_fair::{LOW, MAX_WITHDRAWALS, PHID, PRES, RINC, ReaderCounts, WBITS};
+use crate::phase_fair::{
+    LOW, MAX_WITHDRAWALS, NO_DRAIN, PHID, PRES, RINC, ReaderCounts, TRACK_INSIDE, WBITS, drain_mark,
+};
 use crate::sync::{AtomicU32, Ordering};
 use crate::ticket_wait::TicketValue;
 use crate::wait::{DefaultWait, WaitPolicy, Waiters};
@@ -143,9 +146,13 @@ const fn announced(low: u64) -> u64 {
 ///
 /// Guards are stateless and `Send`: any thread may release an acquisition.
 pub struct PfTicket<W: WaitPolicy = DefaultWait> {
-    readers: ReaderCounts,
+    pub(crate) readers: ReaderCounts,
     win: AtomicU32,
     wout: AtomicU32,
+    /// The announced writer's drain target (`phase_fair::drain_mark`), or
+    /// `NO_DRAIN`: written only by the writer holding the ticket, read only
+    /// by `is_locked_exclusive`.
+    drain_at: AtomicU32,
     /// Readers blocked by a writer's bits: woken when a writer clears them
     /// (module docs, "Waiting").
     waiters: Waiters,
@@ -166,6 +173,7 @@ impl<W: WaitPolicy> PfTicket<W> {
                 readers: ReaderCounts::new(),
                 win: AtomicU32::new(0),
                 wout: AtomicU32::new(0),
+                drain_at: AtomicU32::new(NO_DRAIN),
                 waiters: Waiters::new(),
                 tickets: Waiters::new(),
                 drained: Waiters::new(),
@@ -262,11 +270,24 @@ impl<W: WaitPolicy> PfTicket<W> {
         // (review, 2026-11-28: with Acquire alone it could be, and the
         // reader would arrive again under the same writer). Free on x86.
         let rticket = self.readers.rin.fetch_add(delta, Ordering::AcqRel) & !LOW;
+        self.publish_drain(drain_mark(rticket));
         // `drained` Acquires: pairs with each departing reader's SeqCst
         // (Release) increment of `rout`: their reads happen before our writes.
         if !self.readers.drained(rticket) {
             self.drained
                 .wait_until::<W>(|| self.readers.drained(rticket));
+        }
+    }
+
+    /// Publishes the writer's drain target, or `NO_DRAIN`
+    /// (`is_locked_exclusive`). Relaxed: a snapshot's value, stored where
+    /// the writer has just written `rin` (one line). `NO_DRAIN` is stored
+    /// before the hand-off to the next writer (`serve_next_writer`'s
+    /// Release), which is what `ReaderCounts::is_locked_exclusive` relies on.
+    #[inline]
+    fn publish_drain(&self, at: u32) {
+        if TRACK_INSIDE {
+            self.drain_at.store(at, Ordering::Relaxed);
         }
     }
 
@@ -319,6 +340,7 @@ impl<W: WaitPolicy> PfTicket<W> {
                 )
                 .is_ok()
         {
+            self.publish_drain(drain_mark(r & !LOW));
             return true;
         }
         // Readers are inside: hand the ticket on without announcing. The
@@ -329,6 +351,7 @@ impl<W: WaitPolicy> PfTicket<W> {
 
     #[inline]
     fn write_unlock(&self) {
+        self.publish_drain(NO_DRAIN);
         // SeqCst RMW: Release publishes the critical section to the readers
         // blocked on the bits (their Acquire load or RMW of `rin`).
         self.readers.rin.fetch_and(!WBITS, Ordering::SeqCst);
@@ -348,6 +371,7 @@ impl<W: WaitPolicy> PfTicket<W> {
 
     #[inline]
     fn write_to_read(&self) {
+        self.publish_drain(NO_DRAIN);
         // Only the writer changes the bits while it holds the lock.
         let bits = self.readers.rin.load(Ordering::Relaxed) & WBITS;
         // One RMW turns the writer into a reader: add RINC, clear PRES|PHID
@@ -432,7 +456,9 @@ unsafe impl<W: WaitPolicy> lock_api::RawRwLock for PfTicket<W> {
 
     #[inline]
     fn is_locked_exclusive(&self) -> bool {
-        self.readers.is_locked_exclusive()
+        // Relaxed: ordered after `rin`'s Acquire load (see there).
+        self.readers
+            .is_locked_exclusive(|| self.drain_at.load(Ordering::Relaxed))
     }
 }
 
@@ -450,6 +476,40 @@ unsafe impl<W: WaitPolicy> lock_api::RawRwLockDowngrade for PfTicket<W> {
 mod tests {
     use super::*;
     use lock_api::RawRwLock;
+
+    /// A reader is not told the lock is held exclusively while the writer
+    /// it holds back has only announced itself; the writer, once in, is
+    /// (review finding: PF-T answered from the writer bits alone).
+    #[test]
+    fn a_writer_waiting_for_a_reader_is_not_exclusive_yet() {
+        let l = std::sync::Arc::new(PfTicket::<DefaultWait>::new());
+        let g = l.lock_shared();
+        let writer = {
+            let l = l.clone();
+            std::thread::spawn(move || {
+                let g = l.lock_exclusive();
+                let inside = l.is_locked_exclusive();
+                // SAFETY: our exclusive acquisition.
+                unsafe { l.unlock_exclusive(g) };
+                inside
+            })
+        };
+        // Relaxed: polling for the announcement.
+        while l.readers.rin.load(Ordering::Relaxed) & WBITS == 0 {
+            std::thread::yield_now();
+        }
+        assert!(
+            !l.is_locked_exclusive(),
+            "a waiting writer counted as inside"
+        );
+        // SAFETY: our shared acquisition.
+        unsafe { l.unlock_shared(g) };
+        assert!(
+            writer.join().unwrap(),
+            "the writer inside was not exclusive"
+        );
+        assert!(!l.is_locked_exclusive());
+    }
 
     #[test]
     fn is_locked_holds_for_a_holder_under_reader_churn() {

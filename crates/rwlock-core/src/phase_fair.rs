@@ -33,6 +33,25 @@ pub(crate) const PHID: u64 = 0x1;
 /// Everything below the reader count.
 pub(crate) const LOW: u64 = RINC - 1;
 
+/// Whether PF-T and PF-Q publish their writer's drain target for
+/// [`ReaderCounts::is_locked_exclusive`]. Not inside a loom model: a first
+/// version's extra store and load in every write of every model made
+/// rwlock-core's models take 582 s instead of 400, and no protocol step
+/// reads it. There `is_locked_exclusive` answers from the writer bits
+/// alone: true from a writer's announcement on, so still true whenever a
+/// writer holds the lock, which is what LDU's models rely on.
+pub(crate) const TRACK_INSIDE: bool = !cfg!(loom);
+
+/// A published drain target meaning "none": no writer, or one that has not
+/// published yet. Real targets are multiples of [`RINC`] (low byte zero).
+pub(crate) const NO_DRAIN: u32 = 1;
+
+/// The drain target a writer publishes for `rticket`.
+#[inline]
+pub(crate) fn drain_mark(rticket: u64) -> u32 {
+    rticket as u32
+}
+
 /// How many times one read acquisition may withdraw from a phase
 /// ([`ReaderCounts::withdraw`]) before it waits counted, like the papers'
 /// readers: a reader that leaves the CPU while it waits lets at most this
@@ -178,11 +197,37 @@ impl ReaderCounts {
         r & WBITS != 0 || r & !LOW != out
     }
 
-    /// A writer present, from its announcement on (it may still be draining
-    /// the readers of the previous phase), like parking_lot's WRITER_BIT.
+    /// A writer inside: its bits are set in `rin`, and `rout` has reached
+    /// the drain target it published (`drain_at()`: the low 32 bits of its
+    /// `rticket`, or [`NO_DRAIN`]). A writer that is still draining is not
+    /// inside: the readers it waits for are (parking_lot answers the same
+    /// way). Until 2026-11-28 the bits alone answered, and a reader was told
+    /// the lock was held exclusively while a writer waited for it (found in
+    /// review; the stress harness now checks it inside read sections).
+    ///
+    /// The writer publishes its target with a plain store right after its
+    /// announcement (the line is its own then), and sets [`NO_DRAIN`]
+    /// before it hands the lock on. `rin` is read first, with Acquire: if
+    /// its bits belong to a writer later than one whose target we might
+    /// still read, that writer's announcement Released after the earlier
+    /// writer's `NO_DRAIN` (through the writers' hand-off), so we read
+    /// `NO_DRAIN` or the new target. 32 bits of the target suffice: a false
+    /// `true` needs 2^24 readers between `rout` and the target, and only
+    /// this snapshot reads it.
+    ///
+    /// Inside a loom model the locks publish no target ([`TRACK_INSIDE`])
+    /// and the bits alone answer.
     #[inline]
-    pub(crate) fn is_locked_exclusive(&self) -> bool {
-        // Relaxed pure read: a snapshot.
-        self.rin.load(Ordering::Relaxed) & WBITS != 0
+    pub(crate) fn is_locked_exclusive(&self, drain_at: impl FnOnce() -> u32) -> bool {
+        // Acquire: see above.
+        if self.rin.load(Ordering::Acquire) & WBITS == 0 {
+            return false;
+        }
+        if !TRACK_INSIDE {
+            return true;
+        }
+        let at = drain_at();
+        // Relaxed: a snapshot, after the Acquire above.
+        at != NO_DRAIN && self.rout.load(Ordering::Relaxed) as u32 == at
     }
 }

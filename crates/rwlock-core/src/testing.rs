@@ -10,7 +10,8 @@
 //!     reader sums the array and must find 0; at the end the sum must be 0
 //!     (a writer overlapping another loses an update);
 //!   - the lock's own view: `is_locked_exclusive()` inside every write
-//!     section, `is_locked()` inside one read section in 32.
+//!     section, `is_locked()` inside one read section in 32 and
+//!     `!is_locked_exclusive()` inside another.
 //! - [`check_try_lock`], [`check_downgrade`], [`check_panic_releases`]:
 //!   single-threaded semantics every lock must have.
 //! - [`check_try_forms`], [`check_timed`], [`check_timed_upgrade`]: try
@@ -392,6 +393,10 @@ fn run<R: RawRwLock + Sync>(
                         // table scan); asserted after the release, as the
                         // section's own checks are.
                         let locked = roll % 32 != 31 || lock.is_locked();
+                        // And never held exclusively while we read (a
+                        // phase-fair lock said so while a writer waited for
+                        // us: found in review).
+                        let shared_only = roll % 32 != 30 || !lock.is_locked_exclusive();
                         let failed = checked(|| {
                             shared.enter_read();
                             shared.read_section(&mut rng, cfg.cs_len);
@@ -403,6 +408,10 @@ fn run<R: RawRwLock + Sync>(
                             std::panic::resume_unwind(panic);
                         }
                         assert!(locked, "is_locked() was false inside a read section");
+                        assert!(
+                            shared_only,
+                            "is_locked_exclusive() was true inside a read section"
+                        );
                         shared.reads.fetch_add(1, Ordering::Relaxed);
                     }
                 }

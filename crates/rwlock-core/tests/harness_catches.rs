@@ -14,6 +14,14 @@ use rwlock_core::testing::{self, StressConfig};
 
 const WRITER: usize = 1 << (usize::BITS - 1);
 
+std::thread_local! {
+    /// This thread holds a `Broken` write: what its `is_locked_exclusive`
+    /// answers, so that the harness's checks of that answer (true inside a
+    /// write section, false inside a read one) stay quiet and the broken
+    /// exclusion is what fails the run.
+    static WRITING: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+}
+
 /// A spin reader-writer lock whose reads, every 4th time they find a
 /// writer inside, enter anyway (a reader beside a writer), or, with
 /// `writers_as_readers`, whose writes take only a read (two writers
@@ -97,6 +105,7 @@ unsafe impl RawRwLock for Broken {
                 std::thread::yield_now();
             }
         }
+        WRITING.with(|w| w.set(true));
         let t0 = Instant::now();
         // Relaxed: a snapshot. Company: a reader slipped in beside the
         // writer bit, or a second writer-as-reader.
@@ -114,6 +123,7 @@ unsafe impl RawRwLock for Broken {
     }
 
     unsafe fn unlock_exclusive(&self, _: GuardSend) {
+        WRITING.with(|w| w.set(false));
         // Release: ends the section.
         if self.writers_as_readers {
             self.state.fetch_sub(1, Ordering::Release);
@@ -128,8 +138,8 @@ unsafe impl RawRwLock for Broken {
     }
 
     fn is_locked_exclusive(&self) -> bool {
-        // The harness's own checks are under test, not this one.
-        true
+        // The harness's exclusion checks are under test, not this answer.
+        WRITING.with(core::cell::Cell::get)
     }
 }
 
