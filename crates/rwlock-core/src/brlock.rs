@@ -358,35 +358,13 @@ mod tests {
     /// waits for it (review finding: sub-lock 0 answered).
     #[test]
     fn a_writer_waiting_for_a_later_sub_lock_is_not_exclusive_yet() {
-        let l = std::sync::Arc::new(BrLock::<DefaultWait>::with_sub_locks(4));
-        let g = l.lock_shared_on(1);
-        let writer = {
-            let l = l.clone();
-            std::thread::spawn(move || {
-                let g = l.lock_exclusive();
-                let inside = l.is_locked_exclusive();
-                // SAFETY: our exclusive acquisition.
-                unsafe { l.unlock_exclusive(g) };
-                inside
-            })
-        };
-        // Relaxed: polling for the writer's announcement on sub-lock 1
-        // (sub-lock 0 is then its own, drained).
-        while l.subs()[1].readers.rin.load(Ordering::Relaxed) & crate::phase_fair::WBITS == 0 {
-            std::thread::yield_now();
-        }
-        assert!(l.subs()[0].is_locked_exclusive());
-        assert!(
-            !l.is_locked_exclusive(),
-            "a waiting writer counted as inside"
+        crate::phase_fair::check_waiting_writer_is_not_exclusive(
+            &BrLock::<DefaultWait>::with_sub_locks(4),
+            |l| l.lock_shared_on(1),
+            // Relaxed: polling for the writer's announcement on sub-lock 1
+            // (sub-lock 0 is then its own, drained).
+            |l| l.subs()[1].readers.rin.load(Ordering::Relaxed) & crate::phase_fair::WBITS != 0,
         );
-        // SAFETY: our shared acquisition.
-        unsafe { l.unlock_shared(g) };
-        assert!(
-            writer.join().unwrap(),
-            "the writer inside was not exclusive"
-        );
-        assert!(!l.is_locked_exclusive());
     }
 
     #[test]

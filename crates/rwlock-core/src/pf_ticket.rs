@@ -482,33 +482,12 @@ mod tests {
     /// (review finding: PF-T answered from the writer bits alone).
     #[test]
     fn a_writer_waiting_for_a_reader_is_not_exclusive_yet() {
-        let l = std::sync::Arc::new(PfTicket::<DefaultWait>::new());
-        let g = l.lock_shared();
-        let writer = {
-            let l = l.clone();
-            std::thread::spawn(move || {
-                let g = l.lock_exclusive();
-                let inside = l.is_locked_exclusive();
-                // SAFETY: our exclusive acquisition.
-                unsafe { l.unlock_exclusive(g) };
-                inside
-            })
-        };
-        // Relaxed: polling for the announcement.
-        while l.readers.rin.load(Ordering::Relaxed) & WBITS == 0 {
-            std::thread::yield_now();
-        }
-        assert!(
-            !l.is_locked_exclusive(),
-            "a waiting writer counted as inside"
+        crate::phase_fair::check_waiting_writer_is_not_exclusive(
+            &PfTicket::<DefaultWait>::new(),
+            |l| l.lock_shared(),
+            // Relaxed: polling for the announcement.
+            |l| l.readers.rin.load(Ordering::Relaxed) & WBITS != 0,
         );
-        // SAFETY: our shared acquisition.
-        unsafe { l.unlock_shared(g) };
-        assert!(
-            writer.join().unwrap(),
-            "the writer inside was not exclusive"
-        );
-        assert!(!l.is_locked_exclusive());
     }
 
     #[test]

@@ -231,3 +231,37 @@ impl ReaderCounts {
         at != NO_DRAIN && self.rout.load(Ordering::Relaxed) as u32 == at
     }
 }
+
+/// A reader holds `lock` (the guard `read` takes); a writer comes, and once
+/// `announced` says it waits for that reader, the reader must not be told
+/// the lock is held exclusively; the writer, once in, must be (the tests of
+/// PF-T, PF-Q and brlock; review finding of 2026-11-28).
+#[cfg(all(test, not(loom)))]
+pub(crate) fn check_waiting_writer_is_not_exclusive<L: lock_api::RawRwLock + Sync>(
+    lock: &L,
+    read: impl FnOnce(&L) -> L::SharedGuard,
+    announced: impl Fn(&L) -> bool,
+) {
+    let g = read(lock);
+    std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            let g = lock.lock_exclusive();
+            let inside = lock.is_locked_exclusive();
+            // SAFETY: our exclusive acquisition.
+            unsafe { lock.unlock_exclusive(g) };
+            inside
+        });
+        while !announced(lock) {
+            std::thread::yield_now();
+        }
+        let told_exclusive = lock.is_locked_exclusive();
+        // Released before any assertion: a failure must not leave the
+        // writer waiting for us (the scope would wait for it for good).
+        // SAFETY: our shared acquisition.
+        unsafe { lock.unlock_shared(g) };
+        let inside = writer.join().unwrap();
+        assert!(!told_exclusive, "a waiting writer counted as inside");
+        assert!(inside, "the writer inside was not exclusive");
+    });
+    assert!(!lock.is_locked_exclusive());
+}
