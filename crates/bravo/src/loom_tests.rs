@@ -127,8 +127,8 @@ fn loom_tests_colliding_readers_vs_writer() {
         assert!(outer.is_fast(), "the bias is on and the slot free");
         let reader = spawn(&s, Shared::read);
         let writer = spawn(&s, Shared::write);
-        // SAFETY: shared access under the fast read (loom reports a writer
-        // let in beside it).
+        // Loom reports a writer let in beside the fast read here.
+        // SAFETY: shared access under the fast read.
         let seen = s.data.with(|p| unsafe { *p });
         assert_eq!(seen, 0, "a writer entered beside the fast reader");
         // SAFETY: our read.

@@ -163,16 +163,16 @@ impl<T: Ord + Clone> Target for OrderedSet<T> {
             Entry::Occupied(first) => {
                 // Check before changing anything: a panic here leaves the
                 // set as it was.
+                let addr = address(&item);
                 assert!(
-                    !Arc::ptr_eq(first.get(), &item)
-                        && !self.later_index.contains_key(&address(&item)),
+                    !Arc::ptr_eq(first.get(), &item) && !self.later_index.contains_key(&addr),
                     "ldu::OrderedSet: apply_insert of a member (log invariant broken)"
                 );
                 // The one comparing step first; then no user code runs.
                 let later = self.later.entry(item.get().clone()).or_default();
                 let n = self.next_later;
                 self.next_later += 1;
-                self.later_index.insert(address(&item), n);
+                self.later_index.insert(addr, n);
                 later.insert(n, item);
             }
         }
@@ -229,7 +229,8 @@ impl<T: Ord + Clone> Target for OrderedSet<T> {
                 }
             } else {
                 let Some(mut later) = later else { missing() };
-                let Some(&n) = self.later_index.get(&address(&item)) else {
+                let addr = address(&item);
+                let Some(&n) = self.later_index.get(&addr) else {
                     missing()
                 };
                 // A later member of another value (its value changed order)
@@ -238,7 +239,7 @@ impl<T: Ord + Clone> Target for OrderedSet<T> {
                     missing()
                 }
                 later.get_mut().remove(&n);
-                self.later_index.remove(&address(&item));
+                self.later_index.remove(&addr);
                 if later.get().is_empty() {
                     later.remove();
                 }

@@ -84,7 +84,7 @@ use core::marker::PhantomData;
 use core::ptr;
 
 use crate::phase_fair::{
-    MAX_WITHDRAWALS, NO_DRAIN, PRES, RINC, ReaderCounts, TRACK_INSIDE, WBITS, drain_mark,
+    MAX_WITHDRAWALS, NO_DRAIN, PRES, PUBLISH_DRAIN, RINC, ReaderCounts, WBITS, drain_mark,
 };
 use crate::sync::{AtomicPtr, AtomicU32, Ordering};
 use crate::wait::{DefaultWait, Latch, WaitPolicy, Waiters, spin_until};
@@ -343,7 +343,7 @@ impl<W: WaitPolicy> PfQueue<W> {
     /// (`ReaderCounts::is_locked_exclusive`).
     #[inline]
     fn publish_drain(&self, phase: u32, rticket: u64) {
-        if TRACK_INSIDE {
+        if PUBLISH_DRAIN {
             self.wstate.store(
                 LOCKED | DRAIN_AT | (phase << PHASE_SHIFT) | drain_mark(rticket),
                 Ordering::Relaxed,

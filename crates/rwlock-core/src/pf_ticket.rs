@@ -125,7 +125,8 @@ use core::fmt;
 use core::marker::PhantomData;
 
 use crate::phase_fair::{
-    LOW, MAX_WITHDRAWALS, NO_DRAIN, PHID, PRES, RINC, ReaderCounts, TRACK_INSIDE, WBITS, drain_mark,
+    LOW, MAX_WITHDRAWALS, NO_DRAIN, PHID, PRES, PUBLISH_DRAIN, RINC, ReaderCounts, WBITS,
+    drain_mark,
 };
 use crate::sync::{AtomicU32, Ordering};
 use crate::ticket_wait::TicketValue;
@@ -286,7 +287,7 @@ impl<W: WaitPolicy> PfTicket<W> {
     /// Release), which is what `ReaderCounts::is_locked_exclusive` relies on.
     #[inline]
     fn publish_drain(&self, at: u32) {
-        if TRACK_INSIDE {
+        if PUBLISH_DRAIN {
             self.drain_at.store(at, Ordering::Relaxed);
         }
     }

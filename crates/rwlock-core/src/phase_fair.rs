@@ -40,7 +40,7 @@ pub(crate) const LOW: u64 = RINC - 1;
 /// reads it. There `is_locked_exclusive` answers from the writer bits
 /// alone: true from a writer's announcement on, so still true whenever a
 /// writer holds the lock, which is what LDU's models rely on.
-pub(crate) const TRACK_INSIDE: bool = !cfg!(loom);
+pub(crate) const PUBLISH_DRAIN: bool = !cfg!(loom);
 
 /// A published drain target meaning "none": no writer, or one that has not
 /// published yet. Real targets are multiples of [`RINC`] (low byte zero).
@@ -215,7 +215,7 @@ impl ReaderCounts {
     /// `true` needs 2^24 readers between `rout` and the target, and only
     /// this snapshot reads it.
     ///
-    /// Inside a loom model the locks publish no target ([`TRACK_INSIDE`])
+    /// Inside a loom model the locks publish no target ([`PUBLISH_DRAIN`])
     /// and the bits alone answer.
     #[inline]
     pub(crate) fn is_locked_exclusive(&self, drain_at: impl FnOnce() -> u32) -> bool {
@@ -223,7 +223,7 @@ impl ReaderCounts {
         if self.rin.load(Ordering::Acquire) & WBITS == 0 {
             return false;
         }
-        if !TRACK_INSIDE {
+        if !PUBLISH_DRAIN {
             return true;
         }
         let at = drain_at();
