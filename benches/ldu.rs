@@ -23,19 +23,20 @@
 //! The interval of an LDU run ends only after a final `synchronize`: the
 //! work the log deferred is paid inside the measurement. Each point is the
 //! median of `--reps` runs; the runs of all sets are interleaved so they see
-//! the same machine. Ratios are against `Mutex<BTreeSet>` in the same run.
+//! the same machine. A ratio is a set's median over `Mutex<BTreeSet>`'s
+//! median, both from the same invocation.
 
 use std::collections::BTreeSet;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crossbeam_skiplist::SkipSet;
 use ldu::{Ldu, OrderedSet, Tracked};
 use numa_rwlocks::cli::list;
-use numa_rwlocks::workloads::Rng;
+use numa_rwlocks::workloads::{Rng, StartGate};
 
 const HELP: &str = "\
 ldu bench: update-heavy set workloads, LDU vs Mutex/RwLock<BTreeSet> vs SkipSet
@@ -151,7 +152,7 @@ fn make(name: &str, keys: usize) -> Arc<dyn SharedSet> {
 /// One run: total operations per second.
 fn run(set: Arc<dyn SharedSet>, threads: usize, reads_pct: f64, keys: usize, d: Duration) -> f64 {
     let stop = Arc::new(AtomicBool::new(false));
-    let start = Arc::new(Barrier::new(threads + 1));
+    let start = Arc::new(StartGate::new(threads));
     let read_threshold = (reads_pct / 100.0 * u32::MAX as f64) as u64;
     let workers: Vec<_> = (0..threads)
         .map(|t| {
@@ -180,8 +181,7 @@ fn run(set: Arc<dyn SharedSet>, threads: usize, reads_pct: f64, keys: usize, d: 
             })
         })
         .collect();
-    start.wait();
-    let t0 = Instant::now();
+    let t0 = start.open();
     thread::sleep(d);
     stop.store(true, Ordering::Relaxed);
     let ops: u64 = workers.into_iter().map(|w| w.join().unwrap()).sum();
@@ -248,11 +248,12 @@ fn main() -> ExitCode {
     }
     if keys < 2
         || reps == 0
+        || duration.is_zero()
         || threads.contains(&0)
         || reads.iter().any(|r| !(0.0..=100.0).contains(r))
     {
         eprintln!(
-            "ldu bench: need --keys >= 2, --reps >= 1, threads >= 1, reads in 0..=100\n\n{HELP}"
+            "ldu bench: need --keys >= 2, --reps >= 1, --duration-ms >= 1, threads >= 1, reads in 0..=100\n\n{HELP}"
         );
         return ExitCode::from(2);
     }

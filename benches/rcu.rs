@@ -36,6 +36,7 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwap;
 use criterion::{Criterion, criterion_group, criterion_main};
 use numa_rwlocks::rcu_map::{ArcSwapCells, Rcu, ReadMostlyMap};
+use numa_rwlocks::workloads::StartGate;
 use prwlock::rcu::{RcuCell, RcuDomain};
 use seize::Guard as _;
 
@@ -204,9 +205,10 @@ impl Reader for LiburcuMemb {
 
 /// Runs `work(t, start)` on threads `t` in `0..threads`; each calls
 /// `start.wait()` where its timed part begins. The wall time from the
-/// common start to the last thread's end.
-fn together(threads: usize, work: impl Fn(usize, &Barrier) + Send + Sync + 'static) -> Duration {
-    let start = Arc::new(Barrier::new(threads + 1));
+/// common start (the clock read before any thread is let go) to the last
+/// thread's end.
+fn together(threads: usize, work: impl Fn(usize, &StartGate) + Send + Sync + 'static) -> Duration {
+    let start = Arc::new(StartGate::new(threads));
     let work = Arc::new(work);
     let handles: Vec<_> = (0..threads)
         .map(|t| {
@@ -217,14 +219,20 @@ fn together(threads: usize, work: impl Fn(usize, &Barrier) + Send + Sync + 'stat
             })
         })
         .collect();
-    start.wait();
-    let begin = Instant::now();
+    let begin = start.open();
     let end = handles
         .into_iter()
         .map(|h| h.join().unwrap())
         .max()
         .unwrap();
     end - begin
+}
+
+/// Times `n` = `iters`, or at least `min`, operations with `run` and
+/// scales the time to `iters` (criterion divides by `iters`).
+fn scaled(iters: u64, min: u64, run: impl FnOnce(u64) -> Duration) -> Duration {
+    let n = iters.max(min);
+    run(n).mul_f64(iters as f64 / n as f64)
 }
 
 /// Runs `n` operations split over `threads` threads started together.
@@ -254,7 +262,7 @@ fn bench_reader<R: Reader>(c: &mut Criterion) {
         let mut g = c.benchmark_group(format!("rcu_read_threads/{threads}"));
         g.sample_size(20);
         g.bench_function(R::NAME, |b| {
-            b.iter_custom(|iters| on_threads(&reader, threads, iters.max(10_000)))
+            b.iter_custom(|iters| scaled(iters, 10_000, |n| on_threads(&reader, threads, n)))
         });
         g.finish();
     }
@@ -518,7 +526,7 @@ fn bench_map<M: MapUnderTest>(c: &mut Criterion, name: &str, map: M) {
     let mut g = c.benchmark_group("rcu_map");
     g.sample_size(20);
     g.bench_function(name, |b| {
-        b.iter_custom(|iters| map_ops(&map, iters.max(20_000)))
+        b.iter_custom(|iters| scaled(iters, 20_000, |n| map_ops(&map, n)))
     });
     g.finish();
 }

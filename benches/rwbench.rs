@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use numa_rwlocks::cli::list;
+use numa_rwlocks::cli::{is_stray_value, list};
 use numa_rwlocks::registry::{self, LockEntry};
 use numa_rwlocks::report::{self, Row};
 use numa_rwlocks::workloads::{RunConfig, Workload};
@@ -143,7 +143,13 @@ fn parse(raw: &[String]) -> Result<Args, String> {
                 a.duration = Duration::from_secs(1);
             }
             other if other.starts_with("--") => return Err(format!("unknown option {other}")),
-            // A bare word is cargo's benchmark name filter; nothing to filter here.
+            other if is_stray_value(other) => {
+                return Err(format!(
+                    "stray value `{other}` (lists are comma-separated, without spaces)"
+                ));
+            }
+            // Another bare word is cargo's benchmark name filter; nothing to
+            // filter here.
             _ => {}
         }
     }
@@ -153,6 +159,9 @@ fn parse(raw: &[String]) -> Result<Args, String> {
     if a.reps == 0 {
         return Err("--reps: at least 1".into());
     }
+    if a.duration.is_zero() {
+        return Err("--duration-ms: at least 1".into());
+    }
     if a.pool.contains(&0) {
         // A pool of 0 locks ran 1 and plotted an empty log-scale axis,
         // which never returned.
@@ -160,6 +169,10 @@ fn parse(raw: &[String]) -> Result<Args, String> {
     }
     if a.write_pct.iter().any(|p| !(0.0..=100.0).contains(p)) {
         return Err("--write: percentages between 0 and 100".into());
+    }
+    // Writes are drawn in parts per million.
+    if let Some(p) = a.write_pct.iter().find(|&&p| p > 0.0 && p * 10_000.0 < 0.5) {
+        return Err(format!("--write: {p} % is below the 0.0001 % resolution"));
     }
     for w in &a.workloads {
         if ![

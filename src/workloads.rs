@@ -6,7 +6,10 @@
 //!   adds `x` to one slot and subtracts it from another `wcs` times; then
 //!   `ncs` steps on a private array. At the end the shared array must sum to 0
 //!   (the **zero-sum check**: a write that overlapped another write loses an
-//!   update and the run fails).
+//!   update and the run fails). The check sees only writes against writes:
+//!   a reader inside a write leaves no trace, and with one thread, no
+//!   writes or `wcs = 0` it cannot fail (the stress harness of
+//!   `rwlock_core::testing::stress` checks readers against writers).
 //! - [`Workload::Alternator`]: BRAVO Section 5.2: a ring of threads passing a
 //!   token; each takes and releases read permission once per turn.
 //! - [`Workload::TestRwlock`]: BRAVO Section 5.3 (`test_rwlock T 1 10 -c 10
@@ -163,7 +166,7 @@ pub struct Sample {
 /// A run that must fail the whole benchmark.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HarnessError {
-    /// The shared array did not sum to zero: a write overlapped.
+    /// The shared array did not sum to zero: two writes overlapped.
     ZeroSum {
         /// The sum found.
         sum: i64,
@@ -175,7 +178,7 @@ impl std::fmt::Display for HarnessError {
         match self {
             HarnessError::ZeroSum { sum } => write!(
                 f,
-                "zero-sum check failed: the shared array sums to {sum}, a write overlapped another critical section"
+                "zero-sum check failed: the shared array sums to {sum}, two writes overlapped"
             ),
         }
     }
@@ -370,50 +373,116 @@ fn pin_to(cpu: usize) {
 /// How long a worker naps between looks at the start signal.
 const START_NAP: Duration = Duration::from_micros(50);
 
-/// Runs `threads` workers until the measurement interval ends; each returns
-/// its operation count. Returns (total operations, elapsed, busy cores).
+/// A start line for `n` timed workers, whose clock starts only once every
+/// worker is at the line and none has begun.
 ///
-/// The start: each worker counts itself in, then naps ([`START_NAP`]) until
-/// the main thread, having counted every worker in, gives the signal and
-/// starts the clock; every worker is then one timer wake from running. A
-/// `std::sync::Barrier` lets its waiters out through one mutex, one at a
-/// time: with 64 threads on 2 cores the first ones out kept both cores
-/// busy, and the last ones got out hundreds of milliseconds after the
-/// clock had started, so that `writer_latency`'s writer sometimes ran no
-/// write at all.
+/// Each worker [`wait`](Self::wait)s: it counts itself in, then naps
+/// (50 µs at a time) until the signal. The timing thread calls
+/// [`open`](Self::open), which waits until all `n` are in, reads the
+/// clock, and only then gives the signal; every worker is then one timer
+/// wake from running. Two simpler starts are wrong on a busy machine:
+/// - reading the clock after returning from a `std::sync::Barrier` shared
+///   with the workers lets workers run before the clock starts (at 16
+///   threads on 2 cores the clock started up to 11 ms late), which makes
+///   every figure look faster;
+/// - a `Barrier` lets its waiters out through one mutex, one at a time:
+///   with 64 threads on 2 cores the last ones got out hundreds of
+///   milliseconds after the clock had started, so that `writer_latency`'s
+///   writer sometimes ran no write at all.
+#[derive(Debug)]
+pub struct StartGate {
+    workers: usize,
+    ready: AtomicUsize,
+    started: AtomicBool,
+}
+
+impl StartGate {
+    /// A gate for `workers` workers.
+    pub fn new(workers: usize) -> Self {
+        StartGate {
+            workers,
+            ready: AtomicUsize::new(0),
+            started: AtomicBool::new(false),
+        }
+    }
+
+    /// A worker's side: returns once the clock has started.
+    pub fn wait(&self) {
+        // Relaxed: a count; `open` only waits for it.
+        self.ready.fetch_add(1, Ordering::Relaxed);
+        // Acquire: pairs with `open`'s Release, so what the timing thread
+        // did before reading the clock is visible to the worker.
+        while !self.started.load(Ordering::Acquire) {
+            std::thread::sleep(START_NAP);
+        }
+    }
+
+    /// The timing thread's side: waits until every worker is in, then
+    /// returns the start time, read before any worker is let go.
+    ///
+    /// # Panics
+    /// If more workers than the gate was made for have come in.
+    pub fn open(&self) -> Instant {
+        self.wait_all_in();
+        let t0 = Instant::now();
+        self.go();
+        t0
+    }
+
+    /// The first half of [`open`](Self::open), for a timing thread that
+    /// reads more than the clock before the start (see `timed`).
+    ///
+    /// # Panics
+    /// As `open`.
+    pub fn wait_all_in(&self) {
+        loop {
+            // Relaxed: as in `wait`.
+            let ready = self.ready.load(Ordering::Relaxed);
+            assert!(
+                ready <= self.workers,
+                "StartGate: {ready} workers for {}",
+                self.workers
+            );
+            if ready == self.workers {
+                return;
+            }
+            std::thread::sleep(START_NAP);
+        }
+    }
+
+    /// The second half of [`open`](Self::open): lets the workers go.
+    pub fn go(&self) {
+        // Release: pairs with `wait`'s Acquire.
+        self.started.store(true, Ordering::Release);
+    }
+}
+
+/// Runs `threads` workers until the measurement interval ends; each returns
+/// its operation count. Returns (total operations, elapsed, busy cores),
+/// the clock started by a [`StartGate`].
 fn timed(
     threads: usize,
     cfg: &RunConfig,
     worker: impl Fn(usize, &AtomicBool) -> u64 + Sync,
 ) -> (u64, Duration, f64) {
     let stop = AtomicBool::new(false);
-    let ready = AtomicUsize::new(0);
-    let go = AtomicBool::new(false);
+    let gate = StartGate::new(threads);
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
-                let (stop, ready, go, worker) = (&stop, &ready, &go, &worker);
+                let (stop, gate, worker) = (&stop, &gate, &worker);
                 s.spawn(move || {
                     if cfg.pin {
                         pin_to(t);
                     }
-                    // Relaxed: a count; the main thread only waits for it.
-                    ready.fetch_add(1, Ordering::Relaxed);
-                    // Relaxed: a trigger; the workers share nothing before it.
-                    while !go.load(Ordering::Relaxed) {
-                        std::thread::sleep(START_NAP);
-                    }
+                    gate.wait();
                     worker(t, stop)
                 })
             })
             .collect();
-        // Relaxed: as above.
-        while ready.load(Ordering::Relaxed) < threads {
-            std::thread::sleep(START_NAP);
-        }
+        gate.wait_all_in();
         let (t0, c0) = (Instant::now(), cpu_time());
-        // Relaxed: as above.
-        go.store(true, Ordering::Relaxed);
+        gate.go();
         std::thread::sleep(cfg.duration);
         // Relaxed: a flag polled by the workers; joining orders the results.
         stop.store(true, Ordering::Relaxed);
