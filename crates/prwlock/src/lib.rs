@@ -70,7 +70,10 @@
 //! # Threads
 //! A thread registers a status record in a domain on its first read there
 //! and gives it back when it exits (thread-local destructor); records are
-//! reused, so memory is bounded by the most threads alive at once. A writer
+//! reused, so memory is bounded by the most threads alive at once. (A read
+//! guard still alive in a thread-local destroyed after the thread's records
+//! keeps the record until the guard drops: the record is given back at the
+//! thread's very end, after every thread-local destructor.) A writer
 //! never waits for an exited thread, except for a read guard the thread
 //! leaked (`mem::forget`), which keeps the lock read-locked for good, as a
 //! leaked guard of any lock does. Dropping a lock while threads that

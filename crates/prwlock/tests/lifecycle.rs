@@ -276,7 +276,80 @@ fn a_read_guard_alive_during_thread_local_teardown_keeps_its_lock() {
     );
     holder.join().unwrap();
     assert_eq!(*lock.read(), 1);
-    assert_eq!(D.stats().retired, 1, "{:?}", D.stats());
+    // The record was retired while the guard lived, and given back once
+    // it had dropped (`a_record_retired_in_teardown_is_given_back_...`).
+    assert_eq!(D.stats().retired, 0, "{:?}", D.stats());
+}
+
+/// A read guard cached in a thread-local destroyed after the thread's
+/// records retires the record at the teardown; once the guard has dropped,
+/// the record is given back at the thread's very end, so that short-lived
+/// threads with such a cache neither pile up records nor slow every later
+/// write down. (Found in review, 2026-11-29: after 1000 such threads,
+/// 1000 records stayed retired and a write took 5.9 µs instead of 22 ns.)
+#[test]
+fn a_record_retired_in_teardown_is_given_back_once_its_guard_drops() {
+    static D: Domain = Domain::new();
+    type Lock = prwlock::RwLock<u64>;
+    type Guard = lock_api::RwLockReadGuard<'static, PrwLock, u64>;
+    std::thread_local! {
+        static CACHED: std::cell::RefCell<Option<Guard>> = const { std::cell::RefCell::new(None) };
+    }
+    let lock: &'static Lock = Box::leak(Box::new(Lock::from_raw(PrwLock::in_domain(&D), 0)));
+    const THREADS: usize = 64;
+    for _ in 0..THREADS {
+        std::thread::spawn(move || {
+            // First touched before the thread's first read: destroyed after
+            // the thread's records, with the guard in it.
+            CACHED.with(|c| *c.borrow_mut() = None);
+            let guard = lock.read();
+            CACHED.with(|c| *c.borrow_mut() = Some(guard));
+        })
+        .join()
+        .unwrap();
+    }
+    assert!(!lock.is_locked());
+    let stats = D.stats();
+    assert_eq!((stats.in_use, stats.retired), (0, 0), "{stats:?}");
+    assert!(
+        stats.records <= 2,
+        "{THREADS} threads one after another reuse a record: {stats:?}"
+    );
+    *lock.write() += 1;
+    assert_eq!(*lock.read(), 1);
+}
+
+/// The same with the guard leaked in the thread-local's destructor: the
+/// record keeps its hold, stays retired, and is never given to another
+/// thread.
+#[test]
+fn a_record_retired_in_teardown_with_a_leaked_guard_stays_retired() {
+    static D: Domain = Domain::new();
+    type Lock = prwlock::RwLock<u64>;
+    type Guard = lock_api::RwLockReadGuard<'static, PrwLock, u64>;
+    struct Leaks(Option<Guard>);
+    impl Drop for Leaks {
+        fn drop(&mut self) {
+            std::mem::forget(self.0.take());
+        }
+    }
+    std::thread_local! {
+        static CACHED: std::cell::RefCell<Leaks> = const { std::cell::RefCell::new(Leaks(None)) };
+    }
+    let lock: &'static Lock = Box::leak(Box::new(Lock::from_raw(PrwLock::in_domain(&D), 0)));
+    std::thread::spawn(move || {
+        CACHED.with(|c| c.borrow_mut().0 = None);
+        let guard = lock.read();
+        CACHED.with(|c| c.borrow_mut().0 = Some(guard));
+    })
+    .join()
+    .unwrap();
+    let stats = D.stats();
+    assert_eq!((stats.in_use, stats.retired), (0, 1), "{stats:?}");
+    assert!(lock.try_write().is_none(), "the leaked read still holds");
+    let other: &'static Lock = Box::leak(Box::new(Lock::from_raw(PrwLock::in_domain(&D), 0)));
+    std::thread::spawn(move || *other.read()).join().unwrap();
+    assert_eq!(D.stats().records, 2, "the retired record is not reused");
 }
 
 /// A write request under the thread's own read guard panics (it would wait

@@ -485,6 +485,34 @@ fn a_guard_alive_during_thread_local_teardown_is_waited_for() {
     D.synchronize();
 }
 
+/// A section guard cached in a thread-local destroyed after the thread's
+/// records: the record retired at the teardown is given back once the
+/// section has ended, so one-after-another threads reuse one record.
+#[test]
+fn a_record_retired_in_teardown_is_given_back_once_its_section_ends() {
+    use prwlock::rcu::RcuReadGuard;
+    static D: RcuDomain = RcuDomain::new();
+    std::thread_local! {
+        static CACHED: std::cell::RefCell<Option<RcuReadGuard>> = const { std::cell::RefCell::new(None) };
+    }
+    const THREADS: usize = 64;
+    for _ in 0..THREADS {
+        thread::spawn(|| {
+            CACHED.with(|c| *c.borrow_mut() = None);
+            let guard = D.read();
+            CACHED.with(|c| *c.borrow_mut() = Some(guard));
+        })
+        .join()
+        .unwrap();
+    }
+    let records = D.stats().records;
+    assert!(
+        records <= 2,
+        "{THREADS} threads one after another reuse a record: {records} records"
+    );
+    D.synchronize();
+}
+
 /// A thread that exits with sections open in more domains than it can
 /// keep records of (four) cannot tell which of them it is still in: in its
 /// teardown it counts as in a section of every domain, so a `synchronize`
