@@ -238,6 +238,15 @@ pub enum Error {
         /// This crate's.
         needed: u32,
     },
+    /// The module speaks a newer ABI than this crate: its record layout or
+    /// requests may differ from the ones this crate knows, so it is not
+    /// used.
+    ModuleTooNew {
+        /// The module's version.
+        found: u32,
+        /// This crate's.
+        needed: u32,
+    },
     /// The module refused an argument (`EINVAL`: misaligned record, a
     /// record outside anonymous memory, wrong size or flags).
     BadArgument,
@@ -287,6 +296,11 @@ impl fmt::Display for Error {
                 f,
                 "the prwlock_helper module speaks ABI {found}, this program needs {needed}: \
                  load a newer module"
+            ),
+            Error::ModuleTooNew { found, needed } => write!(
+                f,
+                "the prwlock_helper module speaks ABI {found}, newer than this program's \
+                 {needed}: load the module built from this program's prwlock-sys"
             ),
             Error::BadArgument => f.write_str("the module refused an argument (EINVAL)"),
             Error::BadAddress => f.write_str("the record is not writable memory of this process"),
@@ -376,6 +390,14 @@ impl Device {
         })?;
         if version.abi < ABI_VERSION {
             return Err(Error::ModuleTooOld {
+                found: version.abi,
+                needed: ABI_VERSION,
+            });
+        }
+        // One version only: a newer module may lay out the record (which
+        // it writes into this process's memory) differently.
+        if version.abi > ABI_VERSION {
+            return Err(Error::ModuleTooNew {
                 found: version.abi,
                 needed: ABI_VERSION,
             });

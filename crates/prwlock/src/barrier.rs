@@ -65,15 +65,18 @@ pub enum BarrierMode {
 }
 
 /// [`force_fence_mode`] came too late: the process already runs with
-/// `membarrier`.
+/// `membarrier` or the kernel helper ([`barrier_mode`] says which).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ModeAlreadyChosen;
 
 impl fmt::Display for ModeAlreadyChosen {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(
-            "prwlock's barrier mode was already chosen (membarrier); call force_fence_mode \
+        // The mode is decided once this error exists: this only reads it.
+        write!(
+            f,
+            "prwlock's barrier mode was already chosen ({:?}); call force_fence_mode \
              before the first lock operation",
+            barrier_mode()
         )
     }
 }
