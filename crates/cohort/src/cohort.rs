@@ -65,10 +65,17 @@ pub const DEFAULT_HANDOFF_BOUND: u32 = 64;
 ///
 /// Implementations must be mutual exclusion locks: between `acquire` (or a
 /// successful `try_acquire`) returning a token and `release` with that
-/// token, no other acquisition succeeds; the release must have Release
-/// semantics and the acquisition Acquire semantics. `acquire` must be a
-/// SeqCst read-modify-write that makes `is_locked` (SeqCst loads) true, so
-/// that the reader-writer locks' Dekker pairs hold.
+/// token, no other acquisition succeeds, and the acquisition
+/// synchronizes with the previous release (Acquire/Release). Beyond that,
+/// the reader-writer locks built on a cohort rely on two things:
+/// - an acquisition (by `acquire` or `try_acquire`) includes a SeqCst
+///   read-modify-write that makes `is_locked`, made of SeqCst loads, true
+///   until the release, so that a writer's acquisition and a reader's
+///   check form a Dekker pair;
+/// - `release` is a SeqCst read-modify-write: the no-lost-wake-up argument
+///   of the readers parked on a writer (`rwlock_core::wait::Waiters`) needs
+///   the change of state before its wake to be one. A plain Release store
+///   lets a parked reader miss the release and sleep on.
 pub unsafe trait GlobalLock: Send + Sync {
     /// An unlocked lock (unusable inside a loom model: use [`create`](Self::create)).
     const INIT: Self;
@@ -98,6 +105,13 @@ pub unsafe trait GlobalLock: Send + Sync {
 /// Implementations must be mutual exclusion locks with Acquire/Release
 /// semantics, and `has_waiters` must never report a waiter that will not
 /// take the lock (a hand-off to a phantom would strand the global lock).
+/// With a single node the local lock is the whole cohort's lock for the
+/// reader-writer locks built on it, so it must also meet what
+/// [`GlobalLock`] asks beyond mutual exclusion: an acquisition that
+/// includes a SeqCst read-modify-write making `is_locked` (SeqCst loads)
+/// true until the release, and a release that is a SeqCst
+/// read-modify-write. (With weaker ones a reader's check and a writer's
+/// acquisition can each miss the other, and both enter.)
 pub unsafe trait LocalLock: Send + Sync {
     /// An unlocked lock.
     fn create() -> Self;
@@ -107,9 +121,9 @@ pub unsafe trait LocalLock: Send + Sync {
     fn try_acquire(&self) -> Option<u64>;
     /// Whether another thread waits for the lock (called by the owner).
     fn has_waiters(&self) -> bool;
-    /// Held (or requested): a pure read, made of SeqCst loads after an
-    /// acquisition that is a SeqCst read-modify-write (used as the whole
-    /// cohort's `is_locked` when there is a single node).
+    /// Held (or requested): a pure read, made of SeqCst loads (used as the
+    /// whole cohort's `is_locked` when there is a single node; see the
+    /// trait's `# Safety`).
     fn is_locked(&self) -> bool;
     /// Releases.
     ///

@@ -45,7 +45,11 @@ impl<M: WriterMutex, I: ReadIndicator> NeutralPref<M, I> {
         token
     }
 
-    /// Read-locks if the mutex is free.
+    /// Read-locks if the mutex is free. Readers pass through the mutex
+    /// too, so this can fail while only readers hold the lock: when
+    /// another reader is passing through it at that moment (or, on several
+    /// nodes, while the global lock is held or requested), as
+    /// `lock_api`'s `try_lock_shared` allows.
     #[inline]
     pub fn try_lock_shared_on(&self, node: usize) -> Option<ReaderToken> {
         let guard = self.parts.writer.try_lock_on(node)?;

@@ -297,10 +297,10 @@ pub unsafe trait WriterMutex: Send + Sync {
     fn heap_bytes(&self) -> usize;
 }
 
-// SAFETY: a cohort is a mutex; its global lock's acquisition is a SeqCst RMW
-// (`GlobalLock`'s contract), a local hand-off keeps it held, and its release
-// is a SeqCst swap. With a single node the local lock stands in for the
-// global one, with the same properties (`LocalLock::is_locked`'s contract).
+// SAFETY: a cohort is a mutex; its global lock's acquisition and release are
+// SeqCst RMWs (`GlobalLock`'s contract), and a local hand-off keeps it held.
+// With a single node the local lock stands in for the global one, with the
+// same properties (`LocalLock`'s contract).
 unsafe impl<G: GlobalLock, L: LocalLock> WriterMutex for Cohort<G, L> {
     #[cfg(not(loom))]
     #[allow(clippy::declare_interior_mutable_const)]
