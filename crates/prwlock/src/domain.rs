@@ -956,8 +956,8 @@ mod late_reclaim {
         static KEY: OnceLock<Option<libc::pthread_key_t>> = OnceLock::new();
         *KEY.get_or_init(|| {
             let mut key: libc::pthread_key_t = 0;
-            // SAFETY: `key` is a valid out-pointer; `run` has the
-            // destructor's signature and is sound to call on any thread.
+            // `run` has the destructor's signature and is sound on any thread.
+            // SAFETY: `key` is a valid out-pointer; `run` is as above.
             let rc = unsafe { libc::pthread_key_create(&mut key, Some(run)) };
             (rc == 0).then_some(key)
         })
@@ -967,8 +967,8 @@ mod late_reclaim {
     pub(super) fn arm() {
         if let Some(key) = key() {
             // A non-null value is what makes glibc call the destructor.
-            // SAFETY: a key from `pthread_key_create`, never deleted; the
-            // value is a marker, never dereferenced.
+            // The value is a marker, never dereferenced.
+            // SAFETY: a key from `pthread_key_create`, never deleted.
             unsafe { libc::pthread_setspecific(key, ptr::dangling::<u8>().cast()) };
         }
     }
