@@ -326,7 +326,7 @@ unsafe impl<W: WaitPolicy> RawRwLock for BrLock<W> {
     fn is_locked_exclusive(&self) -> bool {
         // A writer takes the sub-locks in order and is inside once it holds
         // the last one exclusively (every earlier one is drained by then);
-        // the last is released last. (Sub-lock 0 answered until 2026-11-28:
+        // the last is released (or downgraded) first. (Sub-lock 0 answered until 2026-11-28:
         // a reader of a later sub-lock was told the lock was held
         // exclusively while the writer waited for it; found in review.)
         self.allocated()
@@ -341,10 +341,17 @@ unsafe impl<W: WaitPolicy> RawRwLockDowngrade for BrLock<W> {
     unsafe fn downgrade(&self, _guard: Self::ExclusiveGuard) -> Self::SharedGuard {
         let subs = self.subs();
         let index = Self::current_index(subs.len());
+        // The sub-locks after ours first, the last first, then ours, then
+        // those before it: `is_locked_exclusive` reads the last sub-lock, so
+        // it turns false before any reader can enter. (Ours was downgraded
+        // first until 2026-11-29, and readers of it and of the sub-locks
+        // before it were told the lock was held exclusively while the last
+        // one was still held; found in review.) We hold sub-lock `index`
+        // throughout, so no writer can take them all in between.
+        Self::write_unlock_range(subs, index + 1..subs.len());
         // SAFETY: we hold sub-lock `index` exclusively.
         unsafe { subs[index].downgrade(lock_api::GuardSend::new()) };
         Self::write_unlock_range(subs, 0..index);
-        Self::write_unlock_range(subs, index + 1..subs.len());
         BrLockReadGuard { index }
     }
 }
@@ -364,6 +371,51 @@ mod tests {
             // Relaxed: polling for the writer's announcement on sub-lock 1
             // (sub-lock 0 is then its own, drained).
             |l| l.subs()[1].readers.rin.load(Ordering::Relaxed) & crate::phase_fair::WBITS != 0,
+        );
+    }
+
+    /// Readers that enter while a writer downgrades are never told the
+    /// lock is held exclusively (review finding, 2026-11-29: the writer
+    /// downgraded its own sub-lock and released the ones before it while
+    /// the last one, which `is_locked_exclusive` reads, was still held; in
+    /// the reviewer's run one read in ten was told so). A race test: the
+    /// downgrading thread's sub-lock is 0 or 1 on this machine's CPUs, and
+    /// with 4 sub-locks every downgrade opened the window.
+    #[test]
+    fn readers_entering_during_a_downgrade_are_not_told_exclusive() {
+        use std::sync::atomic::{AtomicBool, AtomicUsize};
+        let l = BrLock::<DefaultWait>::with_sub_locks(4);
+        let done = AtomicBool::new(false);
+        let (reads, wrong) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        std::thread::scope(|s| {
+            for sub in [0, 1] {
+                let (l, done, reads, wrong) = (&l, &done, &reads, &wrong);
+                s.spawn(move || {
+                    // Relaxed: a stop flag.
+                    while !done.load(Ordering::Relaxed) {
+                        let g = l.lock_shared_on(sub);
+                        // Relaxed: counts, read after the join.
+                        wrong.fetch_add(usize::from(l.is_locked_exclusive()), Ordering::Relaxed);
+                        reads.fetch_add(1, Ordering::Relaxed);
+                        // SAFETY: our shared acquisition.
+                        unsafe { l.unlock_shared(g) };
+                    }
+                });
+            }
+            for _ in 0..50_000 {
+                let w = l.lock_exclusive();
+                // SAFETY: our exclusive acquisition, then our shared one.
+                unsafe { l.unlock_shared(l.downgrade(w)) };
+            }
+            // Relaxed: as above.
+            done.store(true, Ordering::Relaxed);
+        });
+        // Relaxed: after the scope's joins.
+        let (reads, wrong) = (reads.load(Ordering::Relaxed), wrong.load(Ordering::Relaxed));
+        assert!(reads > 0);
+        assert_eq!(
+            wrong, 0,
+            "{wrong} of {reads} reads were told the lock is held exclusively"
         );
     }
 

@@ -210,9 +210,12 @@ impl<W: WaitPolicy> PfTicket<W> {
                             .is_some_and(|s| self.wout.load(Ordering::Acquire) != s)
                 },
                 || {
-                    // Relaxed: compared only, before the withdrawal's CAS
-                    // that finds the bits still `w`.
-                    let served = self.wout.load(Ordering::Relaxed);
+                    // Acquire: keeps this load before the withdrawal's CAS
+                    // that finds the bits still `w` (a Relaxed load could
+                    // take effect after it on a weakly ordered CPU and read
+                    // a later writer's `wout`, so that the reader waited one
+                    // writer phase more; found in review). Compared only.
+                    let served = self.wout.load(Ordering::Acquire);
                     if self.readers.withdraw_within(w, &mut withdrawals_left) {
                         withdrawn.set(Some(served));
                     }

@@ -54,8 +54,12 @@ pub(crate) fn drain_mark(rticket: u64) -> u32 {
 
 /// How many times one read acquisition may withdraw from a phase
 /// ([`ReaderCounts::withdraw`]) before it waits counted, like the papers'
-/// readers: a reader that leaves the CPU while it waits lets at most this
-/// many writer phases more go first.
+/// readers. This bounds the withdrawals, not the writer phases that pass
+/// during one: a withdrawn reader is counted by no writer until it runs
+/// again and arrives anew, so while it is off the CPU any number of writer
+/// phases may go first (a counted waiter holds up the next writer
+/// instead, which is what made phase-fair locks collapse when threads
+/// outnumber cores; `docs/restriction.md`).
 #[cfg(not(loom))]
 pub(crate) const MAX_WITHDRAWALS: u32 = 4;
 /// Inside a model one withdrawal per acquisition covers the path and keeps
