@@ -37,10 +37,14 @@
 //! +----------+--------------+-----------------------------+-------+---+
 //! ```
 //!
-//! - **Two live locks never share a tag**: their addresses differ in bits
-//!   3-47, which the tag keeps as they are (and bits 56-63, where
-//!   AArch64's top-byte tags, MTE and HWASan put theirs, are the
-//!   address's too). A bias is only ever set on a lock whose address has
+//! - **Two live locks never share a tag**, unless one contains the other
+//!   at offset 0 (`Bravo<Bravo<L>>`, or an `L` whose first field the
+//!   compiler placed at offset 0 is a `Bravo`), which is harmless: a
+//!   writer of either then also waits for the other's readers, which are
+//!   its own or finish without it, and misses none of its own. Otherwise
+//!   their addresses differ in bits 3-47, which the tag keeps as they are
+//!   (and bits 56-63, where AArch64's top-byte tags, MTE and HWASan put
+//!   theirs, are the address's too). A bias is only ever set on a lock whose address has
 //!   none of the period's bits: 8-aligned, which every `Bravo` is, and
 //!   bits 48-55 clear, as every user-space address below 2^48 has (all of
 //!   them on x86-64 and AArch64 Linux unless a program maps memory above

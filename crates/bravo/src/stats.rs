@@ -173,6 +173,11 @@ mod imp {
 
     /// Sums the counts of every thread, live or exited.
     pub fn snapshot() -> Snapshot {
+        // Before the registry lock: the first call calibrates the clock
+        // (a 10 ms sleep), during which a thread's first count, which
+        // registers it, would wait for the lock, a reader inside its read
+        // section among them (found in review, 2026-11-29).
+        let rate = crate::clock::units_per_second();
         let reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
         let mut sum = reg.retired;
         for r in &reg.live {
@@ -181,7 +186,7 @@ mod imp {
                 *s += c.load(Ordering::Relaxed);
             }
         }
-        let rate = crate::clock::units_per_second();
+        drop(reg);
         Snapshot {
             fast_reads: sum[Event::FastRead as usize],
             slow_reads: sum[Event::SlowRead as usize],

@@ -47,8 +47,9 @@
 //!
 //! The size is fixed at first use. Before that, [`configure`] or the
 //! environment variable `BRAVO_TABLE_SLOTS` may choose another power of two
-//! between 1 and [`MAX_SLOTS`]; a call after first use, or an invalid size,
-//! is a [`TableError`]. A malformed environment value is reported on stderr
+//! between 1 and [`MAX_SLOTS`]; a call after first use with another size
+//! than the one in force, or an invalid size, is a [`TableError`] (the size
+//! in force is accepted). A malformed environment value is reported on stderr
 //! once, naming the variable, and the default is used; the report never
 //! panics (a closed or full stderr loses it), since the table may be
 //! created on a lock path.
