@@ -62,7 +62,9 @@
  * PRW_RECORDS_PER_THREAD records through all its descriptors together,
  * so at most that many pinned pages and, with its orphans, that many
  * notifiers (an orphan is adopted before a new one is made: an attached
- * registration holds at least one record). Records must lie in anonymous
+ * registration holds at least one record), plus, for a moment, one per
+ * descriptor of the process whose release is under way (its emptied
+ * registrations become orphans when it ends). Records must lie in anonymous
  * memory: a long-term writable pin of a file's page would write it behind
  * the filesystem's back. Pages are pinned before the descriptor's mutex is
  * taken, and the mutex is taken killably, so a fault that blocks (a FUSE
@@ -253,8 +255,8 @@ static void prw_orphan(struct prw_thread *t)
 	mod_delayed_work(system_wq, &reap_work, 0);
 }
 
-/* Takes the calling thread's orphan `t` (found by prw_mine) back for file
- * `f`; false if its release has not finished with it yet. */
+/* Takes the calling thread's orphan `t` (found by prw_adopt_mine) back for
+ * file `f`; false if its release has not finished with it yet. */
 static bool prw_adopt(struct prw_thread *t, struct prw_file *f)
 {
 	bool orphaned;
@@ -288,7 +290,6 @@ static void prw_orphan_dead(struct prw_file *f)
 struct prw_mine {
 	unsigned int records;
 	bool has_record;            /* the address asked about */
-	struct prw_thread *orphan;  /* an emptied registration to adopt */
 };
 
 /*
@@ -306,7 +307,6 @@ static void prw_mine(unsigned long uaddr, struct prw_mine *m)
 
 	m->records = 0;
 	m->has_record = false;
-	m->orphan = NULL;
 	hlist_for_each_entry(pn, &current->preempt_notifiers, link) {
 		if (pn->ops != &prw_preempt_ops)
 			continue;
@@ -316,9 +316,32 @@ static void prw_mine(unsigned long uaddr, struct prw_mine *m)
 		for (i = 0; i < n; i++)
 			if (t->recs[i].uaddr == uaddr)
 				m->has_record = true;
-		if (!n && !m->orphan)
-			m->orphan = t;
 	}
+}
+
+/*
+ * Adopts one of the calling thread's orphans for file `f`, or returns NULL
+ * if it has none. Every emptied registration is tried, not only the first:
+ * one whose file is still being released is emptied too but cannot be
+ * adopted yet, and stopping at it linked a fresh notifier each time while
+ * a real orphan further down stayed unused (found in review, 2026-11-29:
+ * closing one descriptor while registering through another, repeatedly,
+ * grew the thread's notifier list without bound). The walk is safe for
+ * the reason prw_mine gives.
+ */
+static struct prw_thread *prw_adopt_mine(struct prw_file *f)
+{
+	struct preempt_notifier *pn;
+	struct prw_thread *t;
+
+	hlist_for_each_entry(pn, &current->preempt_notifiers, link) {
+		if (pn->ops != &prw_preempt_ops)
+			continue;
+		t = container_of(pn, struct prw_thread, pn);
+		if (!READ_ONCE(t->nrec) && prw_adopt(t, f))
+			return t;
+	}
+	return NULL;
 }
 
 static struct prw_thread *prw_find_thread(struct prw_file *f, struct task_struct *task)
@@ -388,10 +411,11 @@ static long prw_register(struct prw_file *f, struct prwlock_register __user *uar
 		ret = -ENOSPC;
 		goto out;
 	}
-	if (!t && mine.orphan && prw_adopt(mine.orphan, f)) {
-		t = mine.orphan;
-		adopted = true;
-	} else if (!t) {
+	if (!t) {
+		t = prw_adopt_mine(f);
+		adopted = t != NULL;
+	}
+	if (!t) {
 		if (!try_module_get(THIS_MODULE)) {
 			ret = -ENODEV;
 			goto out;

@@ -439,6 +439,68 @@ fn the_records_bound_holds_across_descriptors() {
     .unwrap();
 }
 
+/// The module's reference count (each open descriptor and each linked
+/// registration holds one).
+fn module_references() -> i64 {
+    let path = "/sys/module/prwlock_helper/refcnt";
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+        .trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// A thread that registers through a new descriptor while its previous one
+/// is being released, again and again: the registration the release
+/// empties cannot be adopted until the release ends, and an orphan behind
+/// it must still be. (Found in review, 2026-11-29: only the first emptied
+/// registration was tried, so each round linked a fresh notifier while the
+/// orphans piled up, without bound, until the thread exited.) Counted by
+/// the module's references while the thread lives.
+#[test]
+#[ignore = "needs the prwlock_helper module (scripts/vm-test loads it)"]
+fn registering_during_a_release_adopts_an_orphan_behind_it() {
+    const ROUNDS: u64 = 200;
+    let records = arena();
+    let before = module_references();
+    let held = std::thread::spawn(move || {
+        let mut old = Device::open().unwrap();
+        // SAFETY: arena records, never freed.
+        unsafe { old.register(&records[0], 0) }.unwrap();
+        for round in 1..=ROUNDS {
+            let new = Device::open().unwrap();
+            let going = std::sync::Arc::new(std::sync::Barrier::new(2));
+            let g = going.clone();
+            // Another thread closes the old descriptor (the last reference)
+            // while this one registers through the new one: the release's
+            // grace periods take long enough for the two to overlap.
+            let closer = std::thread::spawn(move || {
+                g.wait();
+                drop(old);
+            });
+            going.wait();
+            std::thread::sleep(std::time::Duration::from_micros(20));
+            // SAFETY: as above; two records in turn, never both on one
+            // descriptor.
+            unsafe { new.register(&records[(round % 2) as usize], round) }.unwrap();
+            closer.join().unwrap();
+            old = new;
+        }
+        let held = module_references() - before;
+        drop(old);
+        held
+    })
+    .join()
+    .unwrap();
+    eprintln!("{ROUNDS} rounds: {held} module references held at the end");
+    // One descriptor and its registration, and at most a few registrations
+    // whose release or reaping has not finished.
+    assert!(
+        held <= 6,
+        "{held} module references after {ROUNDS} rounds: registrations pile up"
+    );
+}
+
 #[test]
 #[ignore = "needs the prwlock_helper module (scripts/vm-test loads it)"]
 fn a_record_outside_anonymous_memory_is_refused() {
