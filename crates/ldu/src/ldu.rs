@@ -261,7 +261,8 @@ fn next_log_id() -> usize {
 /// // ...that cancel each other while pending:
 /// assert_eq!(log.logical_remove(&items[1]), Update::Absorbed);
 ///
-/// // A read applies what is pending, then reads under the shared lock.
+/// // A read applies what is pending, then reads (under the write lock it
+/// // took to apply them; under the shared lock when nothing is pending).
 /// let values = log.read(|set| set.iter().map(|it| ***it).collect::<Vec<_>>());
 /// assert_eq!(values, [0, 2, 3]);
 /// ```

@@ -10,7 +10,9 @@
 //! meeting a pending remove).
 //! The structure itself, the [`Target`], is updated in a batch, under its
 //! write lock, when somebody needs to read it: [`Ldu::read`] first
-//! [synchronizes](Ldu::synchronize), then reads under the shared lock.
+//! [synchronizes](Ldu::synchronize), then reads: under the shared lock
+//! when nothing was pending, else under the write lock it took to apply
+//! the batch (so a long read then holds up every other reader and drain).
 //!
 //! ```
 //! use std::sync::Arc;

@@ -190,6 +190,16 @@ impl<T: Ord + Clone> Target for OrderedSet<T> {
         // broken, and `missing` panics next): the first member taken out
         // to compare is put back, comparing again, and an `Ord` that
         // panics there loses it from the set.
+        //
+        // The user's `Drop` runs only once the set is whole again: a key
+        // taken out of a map (at most one per removal) is kept in `spent`
+        // and dropped after `len` is right. (Before, a `Drop` that panicked
+        // while the next equal member was between the two maps lost that
+        // member, and left `len` one too high on the other paths: found in
+        // review, 2026-11-29.) The `Arc`s dropped on the way are the
+        // removed item's, whose caller still holds one, so they drop no
+        // `T`.
+        let spent: Option<T>;
         if self.later.is_empty() {
             // The usual case, one search: no member shares a value, so the
             // item is a member only as the first of its value.
@@ -200,6 +210,7 @@ impl<T: Ord + Clone> Target for OrderedSet<T> {
                 self.firsts.insert(value, first);
                 missing()
             }
+            spent = Some(value);
         } else {
             let Entry::Occupied(mut first) = self.firsts.entry(item.get().clone()) else {
                 missing()
@@ -218,14 +229,10 @@ impl<T: Ord + Clone> Target for OrderedSet<T> {
                             .pop_first()
                             .expect("ldu::OrderedSet: an empty list of later members");
                         self.later_index.remove(&address(&next));
-                        if later.get().is_empty() {
-                            later.remove();
-                        }
                         *first.get_mut() = next;
+                        spent = later.get().is_empty().then(|| later.remove_entry().0);
                     }
-                    None => {
-                        first.remove();
-                    }
+                    None => spent = Some(first.remove_entry().0),
                 }
             } else {
                 let Some(mut later) = later else { missing() };
@@ -240,12 +247,11 @@ impl<T: Ord + Clone> Target for OrderedSet<T> {
                 }
                 later.get_mut().remove(&n);
                 self.later_index.remove(&addr);
-                if later.get().is_empty() {
-                    later.remove();
-                }
+                spent = later.get().is_empty().then(|| later.remove_entry().0);
             }
         }
         self.len -= 1;
+        drop(spent);
     }
 }
 
@@ -533,5 +539,78 @@ mod tests {
             }
         }
         assert!(panics > 2, "the comparator panicked inside a removal");
+    }
+
+    /// A `Drop` of the user's values that panics inside a removal leaves
+    /// the set whole, with the item removed: the other members stay, `len`
+    /// counts them. (Found in review, 2026-11-29: a panic while the next
+    /// equal member was between the two maps lost it, and `len` stayed
+    /// one too high.)
+    #[test]
+    fn a_panicking_drop_inside_a_removal_leaves_the_set_whole() {
+        use std::cell::Cell;
+        use std::panic::{AssertUnwindSafe, catch_unwind};
+        thread_local! {
+            /// n > 0: the n-th drop of a `Key` from now panics.
+            static PANIC_AT: Cell<usize> = const { Cell::new(0) };
+        }
+        #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+        struct Key(u32);
+        impl Drop for Key {
+            fn drop(&mut self) {
+                let n = PANIC_AT.get();
+                if n > 0 {
+                    PANIC_AT.set(n - 1);
+                    assert_ne!(n, 1, "the drop panics");
+                }
+            }
+        }
+        let mut panics = 0;
+        // Which member goes: a distinct value (the one-search path), the
+        // first of equals (promotion), the last of equals, the first of
+        // equals with one equal left.
+        for (values, gone) in [
+            (&[1, 5, 9][..], 1),
+            (&[1, 5, 5, 9][..], 1),
+            (&[1, 5, 5, 9][..], 2),
+            (&[1, 5, 5, 5, 9][..], 1),
+        ] {
+            for at in 1..8 {
+                let mut s = OrderedSet::new();
+                let items: Vec<_> = values
+                    .iter()
+                    .map(|&v| Arc::new(Tracked::new(Key(v))))
+                    .collect();
+                items.iter().for_each(|it| s.apply_insert(it.clone()));
+                let gone = &items[gone];
+                PANIC_AT.set(at);
+                let r = catch_unwind(AssertUnwindSafe(|| s.apply_remove(gone.clone())));
+                PANIC_AT.set(0);
+                panics += usize::from(r.is_err());
+                // A drop before the first change (the key cloned for a
+                // search) leaves the item in; after it, the item is out.
+                // Either way the set is whole.
+                let kept = r.is_err() && s.contains(gone);
+                let left: Vec<_> = items
+                    .iter()
+                    .filter(|it| kept || !Arc::ptr_eq(it, gone))
+                    .collect();
+                let case = format!("{values:?} without item {gone:?}, drop {at} panics");
+                assert!(
+                    r.is_err() || !s.contains(gone),
+                    "{case}: the item is still a member"
+                );
+                assert_eq!(s.len(), left.len(), "{case}");
+                assert_eq!(s.iter().count(), left.len(), "{case}");
+                for it in &left {
+                    assert!(s.contains(it), "{case}: another member is gone");
+                }
+                for it in left {
+                    s.apply_remove(it.clone());
+                }
+                assert!(s.is_empty() && s.later.is_empty() && s.later_index.is_empty());
+            }
+        }
+        assert!(panics >= 4, "a drop panicked inside a removal in each case");
     }
 }
