@@ -114,7 +114,10 @@
 //!   a lock call (undefined by POSIX; glibc copes). Each level of calls gets
 //!   a hold table of its own (four levels, then an abort with a message,
 //!   never a corrupted table); a read hold taken at one level is released
-//!   at that level (`EPERM` from another). Found in review on 2026-11-27
+//!   at that level (`EPERM` from another), and a nested read counts only
+//!   holds of its own level: a signal handler that read-locks a lock its
+//!   interrupted thread reads, while a writer waits, waits behind that
+//!   writer, for good (found in review on 2026-11-29). Found in review on 2026-11-27
 //!   (before: a stack overflow under every family, lost holds and a double
 //!   free); `reentrant_calls_every_family` runs both under every family.
 //!   One exception: the first call forwarded to glibc (the passthrough
@@ -123,6 +126,20 @@
 //!   during that lookup on the same thread (a signal handler, or glibc
 //!   2.30 to 2.33's `dlsym` calling a `calloc` that takes a rwlock) waits
 //!   for the lookup it interrupted, for good.
+//! - **Thread cancellation** (`pthread_cancel`): glibc's rwlock functions
+//!   are never cancellation points; the library's may be. A lock call
+//!   that waits long enough to sleep (the timed forms under every family,
+//!   a write that revokes BRAVO's bias) sleeps in `nanosleep`, so a
+//!   deferred cancellation can end the thread inside the lock call, where
+//!   glibc's would return first. A program that cancels threads waiting
+//!   for a lock should disable cancellation around its lock calls
+//!   (`pthread_setcancelstate`). Found in review on 2026-11-29; open.
+//! - **Copies of a lock** (`memcpy` of a `pthread_rwlock_t` in use or
+//!   initialised; undefined by POSIX, which allows only the original to be
+//!   used): under the families whose lock lives outside the
+//!   `pthread_rwlock_t` (all but `bravo`, `parking_lot` and `passthrough`), the copies
+//!   name one lock, and destroying two of them frees it twice. glibc's
+//!   copies are independent locks. Found in review on 2026-11-29; open.
 //! - **Reader preference**: glibc's default lock lets a reader in while a
 //!   writer waits. Most families do not (phase-fair, writer-preferring or
 //!   fair), and `PTHREAD_RWLOCK_PREFER_WRITER_NP`, which glibc ignores,
