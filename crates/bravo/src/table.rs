@@ -304,7 +304,11 @@ mod global {
     pub(crate) fn ensure() -> bool {
         TABLE.get().is_some()
             || (!CREATING.with(|c| c.get()) && claim() && {
-                create_claimed(|| from_env().unwrap_or_else(detected_default));
+                // Not a cancellation point (reads files; a lock call must
+                // not be one).
+                rwlock_core::wait::without_cancellation(|| {
+                    create_claimed(|| from_env().unwrap_or_else(detected_default))
+                });
                 true
             })
     }

@@ -65,7 +65,8 @@ impl Sleeper {
             self.backoff.snooze();
             return;
         }
-        std::thread::sleep(self.sleep.min(limit));
+        // Not a cancellation point (a lock call must not be one).
+        rwlock_core::wait::sleep_uncancelled(self.sleep.min(limit));
         self.sleep = (self.sleep * 2).min(MAX_SLEEP);
     }
 }

@@ -480,8 +480,8 @@ fn registering_during_a_release_adopts_an_orphan_behind_it() {
             });
             going.wait();
             std::thread::sleep(std::time::Duration::from_micros(20));
-            // SAFETY: as above; two records in turn, never both on one
-            // descriptor.
+            // Two records in turn, never both on one descriptor.
+            // SAFETY: arena records, never freed.
             unsafe { new.register(&records[(round % 2) as usize], round) }.unwrap();
             closer.join().unwrap();
             old = new;

@@ -191,8 +191,16 @@ pub fn force_fence_mode() -> Result<(), ModeAlreadyChosen> {
     }
 }
 
+/// [`decide_now`] outside any cancellation point: it opens the helper's
+/// device and reads the environment inside a lock call, which must not be
+/// one (`rwlock_core::wait::without_cancellation`).
 #[cold]
 fn decide() -> BarrierMode {
+    rwlock_core::wait::without_cancellation(decide_now)
+}
+
+#[cold]
+fn decide_now() -> BarrierMode {
     let forced = env_flag("PRWLOCK_FORCE_FENCE");
     let chosen = if cfg!(loom) {
         // Models treat both barriers as SeqCst fences; the reader paths
@@ -301,7 +309,8 @@ fn expedited_membarrier() {
             return;
         }
         if attempt > 10 {
-            std::thread::sleep(std::time::Duration::from_millis(1));
+            // Not a cancellation point (a lock call must not be one).
+            rwlock_core::wait::sleep_uncancelled(std::time::Duration::from_millis(1));
         } else {
             std::thread::yield_now();
         }

@@ -263,7 +263,10 @@ impl Topology {
             return &ONE_CPU;
         }
         DETECTING.with(|d| d.set(true));
-        let t = GLOBAL.get_or_init(Self::init_from_environment);
+        // Not a cancellation point: detection reads files (sysfs, hwloc)
+        // inside a lock call, which must not be one.
+        let t =
+            crate::wait::without_cancellation(|| GLOBAL.get_or_init(Self::init_from_environment));
         DETECTING.with(|d| d.set(false));
         t
     }

@@ -270,7 +270,11 @@ pub fn running_cpus() -> u32 {
     use std::sync::OnceLock;
     static CPUS: OnceLock<u32> = OnceLock::new();
     *CPUS.get_or_init(|| {
-        std::thread::available_parallelism().map_or(1, |n| n.get().min(u32::MAX as usize) as u32)
+        // Not a cancellation point (reads cgroup files inside a lock call).
+        without_cancellation(|| {
+            std::thread::available_parallelism()
+                .map_or(1, |n| n.get().min(u32::MAX as usize) as u32)
+        })
     })
 }
 
@@ -402,6 +406,78 @@ pub fn take_deep_wait() -> bool {
 #[inline]
 pub fn note_deep_wait() {
     DEEP_WAIT.with(|d| d.set(true));
+}
+
+/// Runs `f` with the calling thread's POSIX cancellation disabled, then
+/// restores the state it had: for work inside a lock call that may reach
+/// a cancellation point, once (a table's or the topology's first creation
+/// opens and reads files: `open` and `read` are cancellation points, and
+/// glibc acts on a pending cancellation as soon as one is entered; found
+/// in review, 2026-11-29, through the preload library: `pthread_cancel`
+/// ended a thread inside its first timed read, in BRAVO's table creation,
+/// which asks `available_parallelism`, which reads `/proc/self/cgroup`).
+/// Not for a hot path: two calls into the C library.
+pub fn without_cancellation<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(all(target_os = "linux", not(loom)))]
+    {
+        // glibc and musl: `PTHREAD_CANCEL_ENABLE` is 0, `..._DISABLE` 1.
+        const DISABLE: libc::c_int = 1;
+        // Not in the libc crate for Linux.
+        // SAFETY: the C library's signature (POSIX).
+        unsafe extern "C" {
+            fn pthread_setcancelstate(state: libc::c_int, old: *mut libc::c_int) -> libc::c_int;
+        }
+        struct Restore(libc::c_int);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                let mut ignored = 0;
+                // A state read back from the C library.
+                // SAFETY: a valid state and out-pointer.
+                unsafe { pthread_setcancelstate(self.0, &mut ignored) };
+            }
+        }
+        let mut old = 0;
+        // SAFETY: a valid state and out-pointer.
+        unsafe { pthread_setcancelstate(DISABLE, &mut old) };
+        let _restore = Restore(old);
+        f()
+    }
+    #[cfg(not(all(target_os = "linux", not(loom))))]
+    f()
+}
+
+/// Sleeps for `d` without being a thread-cancellation point.
+///
+/// `std::thread::sleep` calls glibc's `nanosleep`, which `pthread_cancel`
+/// may act on: a lock call that sleeps in its slow path would then end the
+/// thread inside the lock call, unwinding through frames that do not
+/// expect it, where glibc's own `pthread_rwlock_*` functions are never
+/// cancellation points (found in review, 2026-11-29, through the preload
+/// library: BRAVO's revoking writer, and every timed wait). On Linux this
+/// makes the `clock_nanosleep` system call itself, which glibc does not
+/// treat as a cancellation point; elsewhere it is `std::thread::sleep`.
+/// A signal that interrupts the sleep ends it early (the callers re-check
+/// and sleep again).
+pub fn sleep_uncancelled(d: core::time::Duration) {
+    #[cfg(target_os = "linux")]
+    {
+        let ts = libc::timespec {
+            tv_sec: d.as_secs().min(libc::time_t::MAX as u64) as libc::time_t,
+            tv_nsec: d.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: a valid timespec; a null remainder is allowed.
+        unsafe {
+            libc::syscall(
+                libc::SYS_clock_nanosleep,
+                libc::CLOCK_MONOTONIC,
+                0,
+                &ts as *const libc::timespec,
+                core::ptr::null_mut::<libc::timespec>(),
+            )
+        };
+    }
+    #[cfg(not(target_os = "linux"))]
+    std::thread::sleep(d);
 }
 
 /// Spins with `W` until `ready()` holds, never parking (the caller has no way

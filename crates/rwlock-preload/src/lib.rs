@@ -126,14 +126,15 @@
 //!   during that lookup on the same thread (a signal handler, or glibc
 //!   2.30 to 2.33's `dlsym` calling a `calloc` that takes a rwlock) waits
 //!   for the lookup it interrupted, for good.
-//! - **Thread cancellation** (`pthread_cancel`): glibc's rwlock functions
-//!   are never cancellation points; the library's may be. A lock call
-//!   that waits long enough to sleep (the timed forms under every family,
-//!   a write that revokes BRAVO's bias) sleeps in `nanosleep`, so a
-//!   deferred cancellation can end the thread inside the lock call, where
-//!   glibc's would return first. A program that cancels threads waiting
-//!   for a lock should disable cancellation around its lock calls
-//!   (`pthread_setcancelstate`). Found in review on 2026-11-29; open.
+//! - **Thread cancellation** (`pthread_cancel`): as glibc's, the library's
+//!   lock calls are not cancellation points, and a thread cancelled while
+//!   it waits gets its answer first (`tests/c/cancel.c`, every family).
+//!   Their sleeps are `clock_nanosleep` system calls, which glibc does not
+//!   treat as cancellation points, and their one-time work that reads
+//!   files (BRAVO's table, the topology, prwlock's barrier mode) runs with
+//!   cancellation disabled. Before 2026-11-29 (found in review) a timed
+//!   wait under every family, a write revoking BRAVO's bias and a process's
+//!   first biased read could end the thread inside the call.
 //! - **Copies of a lock** (`memcpy` of a `pthread_rwlock_t` in use or
 //!   initialised; undefined by POSIX, which allows only the original to be
 //!   used): under the families whose lock lives outside the

@@ -369,7 +369,8 @@ fn poll_until<G>(
             continue;
         }
         let nap = pause_ns.min(left);
-        std::thread::sleep(std::time::Duration::from_nanos(nap as u64));
+        // Not a cancellation point: glibc's rwlock functions are not.
+        rwlock_core::wait::sleep_uncancelled(std::time::Duration::from_nanos(nap as u64));
         pause_ns = (pause_ns * 2).min(1_000_000);
     }
     unreachable!("the loop returns")

@@ -176,6 +176,17 @@ fn documented_limits_every_family() {
     }
 }
 
+/// A lock call is not a cancellation point under any family, as glibc's
+/// are not (`tests/c/cancel.c`).
+#[test]
+fn lock_calls_are_not_cancellation_points_every_family() {
+    let exe = build("cancel.c", "cancel", false, &[]);
+    for family in families() {
+        let o = run(family, &exe, &[], 60);
+        check("cancel.c", family, &o, "cancel: ok");
+    }
+}
+
 /// glibc's `__pthread_rwlock_*` names reach the library too (found in
 /// review, 2026-11-27: they went to glibc's code, on the library's locks).
 #[test]
