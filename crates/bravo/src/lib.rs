@@ -39,8 +39,12 @@
 //! The second parameter, `Bravo<L, P>`, picks the [`Policy`]: the default
 //! adds measured refinements to the paper's Listing 1 (revocation before
 //! taking `L`, a block-wise scan, an adaptive inhibit window, a per-thread
-//! hint that skips the bias check on a lock the thread just saw unbiased);
-//! [`Listing1`] is the paper exactly; `SLOWDOWN_GUARD` (the paper's `N`,
+//! hint that skips the bias check on a lock the thread just saw unbiased,
+//! and a process-wide count of biased locks that lets a writer skip it
+//! while no lock is biased); [`Listing1`] is the paper exactly;
+//! [`UncountedPolicy`](policy::UncountedPolicy) is the default without the
+//! count, for a lock whose bytes code outside Rust may copy (the
+//! LD_PRELOAD library uses it); `SLOWDOWN_GUARD` (the paper's `N`,
 //! 9) is a constant of the policy, so a user type implementing [`Policy`]
 //! changes it.
 //!

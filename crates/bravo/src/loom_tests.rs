@@ -269,3 +269,25 @@ fn loom_tests_bias_held_off_admits_no_fast_reader() {
         fast.join().unwrap();
     });
 }
+
+/// The default policy's writer revokes before taking `L`; a slow reader
+/// sets the bias again before the writer has `L` (a model's inhibit window
+/// is 0), and the same reader's next read may take the fast path. The
+/// writer, once it holds `L`, must see that bias through the count (or the
+/// word) and not enter beside that fast read. With the count never
+/// raised, loom reports the race (tried).
+#[test]
+fn loom_tests_bias_set_again_before_the_writer_holds_l() {
+    slots(2);
+    loom::model(move || {
+        let s = Shared::<_, crate::DefaultPolicy>::new(
+            rwlock_core::pf_ticket::PfTicket::<rwlock_core::wait::DefaultWait>::new,
+        );
+        s.read(); // slow; enables the bias
+        let w = spawn(&s, Shared::write);
+        let r = spawn(&s, |s| s.read().max(s.read()));
+        w.join().unwrap();
+        assert!(r.join().unwrap() <= 1);
+        assert_eq!(s.read(), 1);
+    });
+}

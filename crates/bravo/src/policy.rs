@@ -44,6 +44,15 @@ pub trait Policy: Send + Sync + 'static {
     /// shorter than its own inhibit window (bias that pays less than it
     /// costs) and falls by one (down to -3) when it lived longer.
     const ADAPTIVE: bool = false;
+
+    /// Not from the paper: a process-wide count of the biased periods of
+    /// the locks that use it, so that a writer holding `L` that finds the
+    /// count at 0 skips loading the lock word, whose cache line another
+    /// thread's failed acquisition of `L` may just have taken away
+    /// (`raw/biased.rs` states the protocol and why a 0 proves the word
+    /// clean). Sound only while no lock's bytes are copied and the copy
+    /// used beside the original: see [`UncountedPolicy`].
+    const CLEAN_BY_COUNT: bool = false;
 }
 
 /// BRAVO exactly as Listing 1 of the paper: `N = 9`, one probe, a plain
@@ -68,6 +77,25 @@ impl Policy for Listing1 {}
 pub struct DefaultPolicy;
 
 impl Policy for DefaultPolicy {
+    const UNBIASED_HINT: bool = true;
+    const REVOKE_BEFORE_LOCK: bool = true;
+    const BLOCK_SCAN: bool = true;
+    const ADAPTIVE: bool = true;
+    const CLEAN_BY_COUNT: bool = true;
+}
+
+/// [`DefaultPolicy`] without [`CLEAN_BY_COUNT`](Policy::CLEAN_BY_COUNT),
+/// for locks whose bytes code outside Rust may copy: the LD_PRELOAD
+/// library's families, since C programs `memcpy` initialised
+/// `pthread_rwlock_t`s (undefined by POSIX, and glibc's copies still
+/// work). A copy of a biased lock is a bias the process-wide count never
+/// saw, and a writer of either copy could then skip the revocation that
+/// its fast readers need. Such a lock's writers load its word after
+/// acquiring `L`, as Listing 1 does.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UncountedPolicy;
+
+impl Policy for UncountedPolicy {
     const UNBIASED_HINT: bool = true;
     const REVOKE_BEFORE_LOCK: bool = true;
     const BLOCK_SCAN: bool = true;

@@ -105,6 +105,12 @@
 //! holding read permission on `L` (a slow reader) and only while no
 //! revocation runs, so it cannot be set while a writer is inside.
 //!
+//! With [`Policy::CLEAN_BY_COUNT`] (the default policy) a writer holding
+//! `L` first reads a process-wide count of biased periods, on a cache line
+//! of its own; at 0 no lock of such a policy is biased, and it skips the
+//! load of l. 37, whose line (`L`'s) another thread's failed acquisition
+//! may just have taken (`raw/biased.rs`).
+//!
 //! With [`Policy::REVOKE_BEFORE_LOCK`] (Section 7) a writer runs the same
 //! revocation before acquiring `L`, so readers arriving meanwhile get read
 //! permission from `L` instead of queueing behind the writer, and runs it
@@ -184,7 +190,7 @@ fn pack(flags: u64, exp: i32, time: u64) -> u64 {
 /// See the [crate docs](crate) for when to use it and the [module
 /// docs](self) for the protocol. `P` picks the bias policy and the
 /// Section 7 refinements ([`DefaultPolicy`] unless named).
-pub struct Bravo<L, P = DefaultPolicy> {
+pub struct Bravo<L, P: Policy = DefaultPolicy> {
     /// `RBias`, `InhibitUntil` and two flags (see the module docs).
     state: AtomicU64,
     /// Inside a loom model only: writers parked until a running revocation
@@ -550,6 +556,10 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
         // writer released it; fast readers that Acquire-load `RBIAS` (their
         // SeqCst re-load) thus see that writer's critical section. Failure
         // Relaxed: someone else changed the word; they decide.
+        // Counted before the bias is set (`raw/biased.rs`).
+        if P::CLEAN_BY_COUNT {
+            biased::enter();
+        }
         if self
             .state
             .compare_exchange(
@@ -562,6 +572,9 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
         {
             stats::count(Event::BiasSet);
             return true;
+        }
+        if P::CLEAN_BY_COUNT {
+            biased::leave();
         }
         false
     }
@@ -666,6 +679,11 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
                 window::<P>(cost, exp)
             };
             revoking.end(pack(0, exp, end.saturating_add(inhibit)));
+            // The period ended, after the store that ends it
+            // (`raw/biased.rs`).
+            if P::CLEAN_BY_COUNT {
+                biased::leave();
+            }
             stats::revocation(end.saturating_sub(start), inhibit);
             return true;
         }
@@ -784,6 +802,18 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
     /// alone.
     #[inline]
     fn settle_write(&self, g: L::ExclusiveGuard) -> Option<L::ExclusiveGuard> {
+        // No biased period anywhere: the word is clean, and not loading it
+        // spares a coherence miss inside the critical section when another
+        // thread's acquisition took the line (`raw/biased.rs`). Nor is the
+        // hint stored: that compare and branch, after the count's two
+        // dependent loads (its address comes from the GOT), cost 3 % of
+        // the 1-thread, 50 %-write loop (`docs/bravo.md`); reads keep the
+        // hint themselves, and a writer whose hint names another lock
+        // finds the count before it would load the word
+        // (`early_revocation_due`).
+        if P::CLEAN_BY_COUNT && biased::none() {
+            return Some(g);
+        }
         let patience = if P::REVOKE_BEFORE_LOCK {
             Patience::Scan
         } else {
@@ -841,13 +871,15 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
 
     /// Whether a writer should revoke before taking `L`: the policy says
     /// so, this thread's hint does not say it last saw the lock unbiased,
-    /// and the word shows the bias.
+    /// the count of biased periods (if the policy keeps it) is not 0, and
+    /// the word shows the bias.
     #[inline]
     fn early_revocation_due(&self) -> bool {
         // Relaxed: a hint; the check under `L` (`revoke_held`, or the
         // timed write's scan) is the one that counts.
         P::REVOKE_BEFORE_LOCK
             && !(P::UNBIASED_HINT && hints::unbiased(self.addr()))
+            && !(P::CLEAN_BY_COUNT && biased::none())
             && self.state.load(Ordering::Relaxed) & RBIAS != 0
     }
 }
@@ -892,6 +924,10 @@ pub const CLOCK_EVERY_MAX: u32 = if cfg!(loom) { 1 } else { 1024 };
 
 // Per-thread hints (`raw/hints.rs`).
 mod hints;
+
+// The count of biased periods (`raw/biased.rs`).
+mod biased;
+pub use biased::biased_locks;
 
 /// `N × 2^exp × cost`, saturating.
 #[inline]
@@ -986,7 +1022,7 @@ impl<L: RawRwLock, P: Policy> Default for Bravo<L, P> {
     }
 }
 
-impl<L, P> fmt::Debug for Bravo<L, P> {
+impl<L, P: Policy> fmt::Debug for Bravo<L, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Relaxed: a snapshot for display.
         let word = self.state.load(Ordering::Relaxed);
@@ -997,7 +1033,7 @@ impl<L, P> fmt::Debug for Bravo<L, P> {
     }
 }
 
-impl<L, P> Drop for Bravo<L, P> {
+impl<L, P: Policy> Drop for Bravo<L, P> {
     /// A fast-path read guard that was `mem::forget`-ten leaves this lock's
     /// tag in its slot; clear such slots, which would otherwise take a slot
     /// of the table for good (a later lock matches them only by chance:
@@ -1011,9 +1047,18 @@ impl<L, P> Drop for Bravo<L, P> {
     /// behind: its tag names the old address.)
     fn drop(&mut self) {
         // Relaxed: we are the only user (`&mut self`).
-        let Some(biased) = biased_word(self.state.load(Ordering::Relaxed)) else {
+        // Relaxed: we are the only user (`&mut self`).
+        let word = self.state.load(Ordering::Relaxed);
+        let Some(biased) = biased_word(word) else {
             return;
         };
+        // The lock's counted period ends with it (`raw/biased.rs`). No
+        // revocation runs (`&mut self`, and `Revoking` puts the biased word
+        // back before unwinding leaves `revoke`); a word showing only
+        // `REVOKING` would be a hold never ended, and stays counted.
+        if P::CLEAN_BY_COUNT && word & RBIAS != 0 {
+            biased::leave();
+        }
         let me = tag_of(self as *const Self as usize, biased);
         let clear = |slot: &AtomicUsize| {
             // Relaxed: no guard of this lock is alive (`&mut self`), so a

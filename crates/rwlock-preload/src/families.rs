@@ -5,10 +5,13 @@ use crate::shim::PreloadLock;
 use libc::c_int;
 use lock_api::RawRwLock;
 
-/// `bravo::RwLock`'s lock: BRAVO over parking_lot.
-pub type Bravo = bravo::RawRwLock;
-/// BRAVO over PF-Q.
-pub type BravoPfq = bravo::RawPfQueue;
+/// `bravo::RwLock`'s lock, BRAVO over parking_lot, with the policy for
+/// locks that C code may copy ([`bravo::policy::UncountedPolicy`]: a
+/// `memcpy`'d biased lock is a bias the default policy's process-wide
+/// count never saw).
+pub type Bravo = bravo::Bravo<parking_lot::RawRwLock, bravo::policy::UncountedPolicy>;
+/// BRAVO over PF-Q, with the same policy.
+pub type BravoPfq = bravo::Bravo<rwlock_core::PfQueue, bravo::policy::UncountedPolicy>;
 /// PF-Q, writers restricted to the running CPUs.
 pub type Pfq = rwlock_core::PfQueue;
 /// PF-T, writers restricted to the running CPUs.

@@ -13,7 +13,8 @@ pub const ENV: &str = "RWLOCK_IMPL";
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Family {
-    /// `bravo::RwLock`'s lock: BRAVO over parking_lot (the default).
+    /// `bravo::RwLock`'s lock, BRAVO over parking_lot (the default), under
+    /// `bravo::policy::UncountedPolicy`.
     Bravo = 1,
     /// BRAVO over PF-Q (the BRAVO paper's "BRAVO-BA").
     BravoPfq,

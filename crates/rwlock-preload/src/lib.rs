@@ -35,7 +35,8 @@
 //!
 //! `RWLOCK_IMPL` names it, read once at the first call (see
 //! [`family::FAMILIES`] or `RWLOCK_IMPL=help`): `bravo` (the default,
-//! `bravo::RwLock`'s BRAVO over parking_lot), `bravo-pfq`, `pfq`, `pft`,
+//! `bravo::RwLock`'s BRAVO over parking_lot, under
+//! `bravo::policy::UncountedPolicy`, since C code copies locks), `bravo-pfq`, `pfq`, `pft`,
 //! `brlock`, `cohort-wp`, `cohort-np`, `cohort-rp`, `cohort` (reader or
 //! writer preference per lock, from `pthread_rwlockattr_setkind_np` or
 //! `PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP`), `prwlock`,

@@ -94,6 +94,11 @@ unsafe impl<L: RawRwLock, P: Policy> RawRwLock for Bravo<L, P> {
     #[inline]
     fn try_lock_exclusive(&self) -> Option<Self::ExclusiveGuard> {
         let g = self.inner.try_lock_exclusive()?;
+        // As `settle_write`: no biased period anywhere, so the word is
+        // clean (`raw/biased.rs`).
+        if P::CLEAN_BY_COUNT && biased::none() {
+            return Some(g);
+        }
         if !self.revoke_if_dirty(Patience::Scan) {
             // SAFETY: the write acquisition just made.
             unsafe { self.inner.unlock_exclusive(g) };
