@@ -69,6 +69,12 @@ fn slots(n: usize) {
 
 /// A biased lock: one reader on the fast path against one writer's
 /// revocation (the store-load pair of Listing 1 l. 14-18 / 39-44).
+///
+/// Both run on spawned threads. With the writer on the model's main thread
+/// (as until 2026-11-29), loom reported no race for a writer that never
+/// revoked once it held `L` (`revoke_if_dirty` returning `true` at once):
+/// one execution, no causality violation. Spawned, that mutation is
+/// reported ("Concurrent read and write accesses to `UnsafeCell`").
 fn fast_reader_vs_writer<L, P>(make: fn() -> L)
 where
     L: RawRwLock + Send + Sync + 'static,
@@ -79,7 +85,8 @@ where
         s.read(); // slow; enables the bias
         assert!(s.lock.is_biased());
         let r = spawn(&s, Shared::read);
-        s.write();
+        let w = spawn(&s, Shared::write);
+        w.join().unwrap();
         let seen = r.join().unwrap();
         assert!(seen <= 1);
         assert_eq!(s.read(), 1);
