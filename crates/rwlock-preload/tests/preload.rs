@@ -167,35 +167,33 @@ fn cpp_shared_mutex_every_family() {
     }
 }
 
+/// Builds `tests/c/{name}.c` and runs it under every family, with no
+/// arguments: it must print `{name}: ok` within `limit_s` seconds.
+fn c_program_passes_every_family(name: &str, limit_s: u32) {
+    let exe = build(&format!("{name}.c"), name, false, &[]);
+    for family in families() {
+        let o = run(family, &exe, &[], limit_s);
+        check(&format!("{name}.c"), family, &o, &format!("{name}: ok"));
+    }
+}
+
 #[test]
 fn documented_limits_every_family() {
-    let exe = build("limits.c", "limits", false, &[]);
-    for family in families() {
-        let o = run(family, &exe, &[], 120);
-        check("limits.c", family, &o, "limits: ok");
-    }
+    c_program_passes_every_family("limits", 120);
 }
 
 /// A lock call is not a cancellation point under any family, as glibc's
 /// are not (`tests/c/cancel.c`).
 #[test]
 fn lock_calls_are_not_cancellation_points_every_family() {
-    let exe = build("cancel.c", "cancel", false, &[]);
-    for family in families() {
-        let o = run(family, &exe, &[], 60);
-        check("cancel.c", family, &o, "cancel: ok");
-    }
+    c_program_passes_every_family("cancel", 60);
 }
 
 /// glibc's `__pthread_rwlock_*` names reach the library too (found in
 /// review, 2026-11-27: they went to glibc's code, on the library's locks).
 #[test]
 fn glibc_aliases_every_family() {
-    let exe = build("aliases.c", "aliases", false, &[]);
-    for family in families() {
-        let o = run(family, &exe, &[], 60);
-        check("aliases.c", family, &o, "aliases: ok");
-    }
+    c_program_passes_every_family("aliases", 60);
 }
 
 #[test]
