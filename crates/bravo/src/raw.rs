@@ -552,14 +552,14 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
         if !taggable(self.addr()) || !table::ensure() {
             return false;
         }
-        // Release: we hold read permission on `L`, acquired after the last
-        // writer released it; fast readers that Acquire-load `RBIAS` (their
-        // SeqCst re-load) thus see that writer's critical section. Failure
-        // Relaxed: someone else changed the word; they decide.
         // Counted before the bias is set (`raw/biased.rs`).
         if P::CLEAN_BY_COUNT {
             biased::enter();
         }
+        // Release: we hold read permission on `L`, acquired after the last
+        // writer released it; fast readers that Acquire-load `RBIAS` (their
+        // SeqCst re-load) thus see that writer's critical section. Failure
+        // Relaxed: someone else changed the word; they decide.
         if self
             .state
             .compare_exchange(
@@ -811,7 +811,7 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
         // hint themselves, and a writer whose hint names another lock
         // finds the count before it would load the word
         // (`early_revocation_due`).
-        if P::CLEAN_BY_COUNT && biased::none() {
+        if Self::no_bias_counted() {
             return Some(g);
         }
         let patience = if P::REVOKE_BEFORE_LOCK {
@@ -869,6 +869,14 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
         }
     }
 
+    /// The policy keeps the count of biased periods and it reads 0: no
+    /// lock of a counting policy is biased (`raw/biased.rs`; a caller that
+    /// holds `L` for writing may treat its word as clean).
+    #[inline(always)]
+    fn no_bias_counted() -> bool {
+        P::CLEAN_BY_COUNT && biased::none()
+    }
+
     /// Whether a writer should revoke before taking `L`: the policy says
     /// so, this thread's hint does not say it last saw the lock unbiased,
     /// the count of biased periods (if the policy keeps it) is not 0, and
@@ -879,7 +887,7 @@ impl<L: RawRwLock, P: Policy> Bravo<L, P> {
         // timed write's scan) is the one that counts.
         P::REVOKE_BEFORE_LOCK
             && !(P::UNBIASED_HINT && hints::unbiased(self.addr()))
-            && !(P::CLEAN_BY_COUNT && biased::none())
+            && !Self::no_bias_counted()
             && self.state.load(Ordering::Relaxed) & RBIAS != 0
     }
 }
@@ -1046,7 +1054,6 @@ impl<L, P: Policy> Drop for Bravo<L, P> {
     /// new-user trial; `docs/bravo.md`). (A lock moved since the guard was forgotten leaves the slot
     /// behind: its tag names the old address.)
     fn drop(&mut self) {
-        // Relaxed: we are the only user (`&mut self`).
         // Relaxed: we are the only user (`&mut self`).
         let word = self.state.load(Ordering::Relaxed);
         let Some(biased) = biased_word(word) else {

@@ -141,7 +141,11 @@
 //!   used): under the families whose lock lives outside the
 //!   `pthread_rwlock_t` (all but `bravo`, `parking_lot` and `passthrough`), the copies
 //!   name one lock, and destroying two of them frees it twice. glibc's
-//!   copies are independent locks. Found in review on 2026-11-29; open.
+//!   copies are independent locks, and so are `bravo`'s (which is why
+//!   `bravo` and `bravo-pfq` use `bravo::policy::UncountedPolicy`: the
+//!   default policy's process-wide count of biased locks would not see a
+//!   copied bias).
+//!   Found in review on 2026-11-29; open.
 //! - **Reader preference**: glibc's default lock lets a reader in while a
 //!   writer waits. Most families do not (phase-fair, writer-preferring or
 //!   fair), and `PTHREAD_RWLOCK_PREFER_WRITER_NP`, which glibc ignores,

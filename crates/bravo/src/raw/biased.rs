@@ -9,7 +9,7 @@
 //! the other thread's failed acquisitions take that line away between the
 //! writer's acquiring instruction and its load: one more coherence miss
 //! inside every write's critical section. `Bravo<parking_lot>` fell to
-//! 0.81–0.93× `parking_lot` at 50% writes and 2 threads (empty sections);
+//! 0.76–0.93× `parking_lot` at 50% writes and 2 threads (empty sections);
 //! skipping the load alone brought it to 0.93–1.06×, and moving the word
 //! to its own line to 0.94–1.00× (`docs/bravo.md`, "The count of biased
 //! periods"). A count that no biased lock exists lives on a line of its

@@ -96,7 +96,7 @@ unsafe impl<L: RawRwLock, P: Policy> RawRwLock for Bravo<L, P> {
         let g = self.inner.try_lock_exclusive()?;
         // As `settle_write`: no biased period anywhere, so the word is
         // clean (`raw/biased.rs`).
-        if P::CLEAN_BY_COUNT && biased::none() {
+        if Self::no_bias_counted() {
             return Some(g);
         }
         if !self.revoke_if_dirty(Patience::Scan) {
