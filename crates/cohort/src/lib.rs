@@ -83,7 +83,8 @@
 //! first, so that a waiter whose yields give its CPU away for whole time
 //! slices raises its barrier after about one slice, not fifteen. An RP
 //! writer whose yields show that other threads wait for its CPU raises
-//! RBarrier instead of yielding again (module `rw`, "Patience"). A
+//! RBarrier after [`SHARED_CPU_PATIENCE`] (16) checks, without yielding
+//! (module `rw`, "Patience"). A
 //! C-RW-RP reader that would give its CPU away while it waits for the
 //! writer mutex departs first, up to 16 times per acquisition, so that
 //! writers do not wait for it while it is not running (module
@@ -185,7 +186,7 @@ pub use neutral::NeutralPref;
 pub use partitioned_ticket::PartitionedTicket;
 pub use reader_pref::ReaderPref;
 pub use reader_pref_opt::ReaderPrefOpt;
-pub use rw::{DEFAULT_PATIENCE, PATIENCE_TIME, ReaderToken, WriterMutex};
+pub use rw::{DEFAULT_PATIENCE, PATIENCE_TIME, ReaderToken, SHARED_CPU_PATIENCE, WriterMutex};
 pub use rwlock_core::Restricted;
 pub use ticket::TicketLock;
 pub use writer_pref::WriterPref;

@@ -25,8 +25,9 @@
 //!
 //! A writer that waits for readers longer than its patience (1000 checks
 //! by default, counted across its retries, each of which ends a group of
-//! 64; about `PATIENCE_TIME` past its first yield; or its first yield on a
-//! shared CPU: `rw.rs`, "Patience") raises RBarrier, which stops *new*
+//! 64; about `PATIENCE_TIME` past its first yield; on a shared CPU, 16
+//! checks, or its first yield where no earlier wait showed the CPU shared:
+//! `rw.rs`, "Patience") raises RBarrier, which stops *new*
 //! readers; the arrived ones drain and the writer gets in
 //! (`tests/starvation.rs`). Readers arrived while writers hand the writer
 //! mutex to each other (each sees them and backs off) wait

@@ -92,15 +92,23 @@
 //! thread a yield returns at once and the count usually runs out first, as
 //! in the paper.
 //!
-//! An RP writer's patience ends sooner where threads outnumber cores: at
-//! its first yield that would give away a CPU other threads wait for. The
+//! An RP writer's patience ends sooner where threads outnumber cores. The
 //! evidence is [`rwlock_core::wait::cpu_shared_lately`]: one of the
 //! thread's last 64 measured yields (an RP writer measures each of its
-//! patience's yields) gave the CPU to another thread. Each such yield lets
-//! readers keep arriving for a time slice or more, so the writer raises
-//! RBarrier after its spin instead, or after its first yield where no
-//! earlier wait left the evidence. The reader-preference locks also wait
-//! with [`ParkWhenShared`]: on a shared CPU a waiter (the writer draining
+//! patience's yields, and its other waits measure their first) gave the
+//! CPU to another thread. With that evidence the writer makes
+//! [`SHARED_CPU_PATIENCE`] (16) checks, not yielding, and raises RBarrier;
+//! without it, its patience ends at its first yield that gives the CPU
+//! away. Each such yield lets readers keep arriving for a time slice or
+//! more; and the 64 checks before the first yield point, of an indicator
+//! that the readers on the other CPUs keep writing, were most of a
+//! writer's wait at 16 threads on 2 CPUs (p99 2.2 to 5.4 µs, 11 to 13
+//! times parking_lot's; `docs/cohort.md`, "C-RW-RP's writer patience on a
+//! shared CPU"). On a shared CPU the readers' preference over a waiting
+//! writer thus lasts 16 checks of the indicator per acquisition (a retry
+//! after a moment's drain checks once more, then raises).
+//!
+//! The reader-preference locks also wait with [`ParkWhenShared`]: on a shared CPU a waiter (the writer draining
 //! readers, the readers held back by RBarrier or by the writer) parks after
 //! its first yield instead of yielding seven more times, each of which
 //! could put it behind every runnable thread; a parked waiter is woken when
@@ -108,8 +116,7 @@
 //! on a shared CPU"). WP readers keep the time bound alone: their WBarrier
 //! holds writers back, the opposite of what a writer-preference lock
 //! promises. The evidence outlives a burst of load: until 64 measured
-//! yields have found the CPU free, an RP writer still ends its patience at
-//! its first yield.
+//! yields have found the CPU free, an RP writer's patience stays 16 checks.
 
 use std::time::{Duration, Instant};
 
@@ -133,6 +140,15 @@ pub const DEFAULT_PATIENCE: u32 = 1000;
 /// checks' own loads and for yields that return at once, so that with a
 /// CPU per thread the count usually runs out first.
 pub const PATIENCE_TIME: Duration = Duration::from_micros(100);
+
+/// An RP writer's patience where its CPU is shared
+/// ([`rwlock_core::wait::cpu_shared_lately`]): this many checks of the
+/// read indicator, then it raises RBarrier (module docs, "Patience"). With
+/// 64, the first yield point, a writer among 15 readers on 2 CPUs waited a
+/// p99 of 2.2 to 5.4 µs, 11 to 13 times parking_lot's; with 16, 1.0 to
+/// 3.1 µs, and the readers' throughput did not move (`docs/cohort.md`,
+/// "C-RW-RP's writer patience on a shared CPU").
+pub const SHARED_CPU_PATIENCE: u32 = 16;
 
 /// How many of C-RW-RP's readers parked behind RBarrier its lowering
 /// wakes on a shared CPU: one per CPU the process may run on, at most
@@ -211,14 +227,33 @@ impl Patience {
     /// hint a check, a yield every 64; it also runs out at the first yield
     /// [`PATIENCE_TIME`] or more after the first, and, for an RP writer
     /// (`rp_writer`), at a yield that would give away a CPU other threads
-    /// wait for.
+    /// wait for; an RP writer whose CPU is shared already has a patience
+    /// of [`SHARED_CPU_PATIENCE`] checks.
     ///
     /// A call after the first is a retry: the caller's round trip through
     /// the writer mutex, which let readers in, took about as long as 64
     /// checks (0.4 to 0.5 µs against 0.6 µs on the development VM), so it
     /// ends the current group of 64 as a yield would, and the next check
     /// is a yield point.
-    fn run_out(&mut self, limit: u32, mut ready: impl FnMut() -> bool, rp_writer: bool) -> bool {
+    fn run_out(&mut self, limit: u32, ready: impl FnMut() -> bool, rp_writer: bool) -> bool {
+        self.run_out_as(limit, ready, rp_writer, rp_writer && shares_cpu())
+    }
+
+    /// [`run_out`](Self::run_out), told whether the waiter is an RP writer
+    /// whose CPU is shared (`shared_rp_writer`): its patience is then
+    /// [`SHARED_CPU_PATIENCE`] checks at most (module docs, "Patience").
+    fn run_out_as(
+        &mut self,
+        limit: u32,
+        mut ready: impl FnMut() -> bool,
+        rp_writer: bool,
+        shared_rp_writer: bool,
+    ) -> bool {
+        let limit = if shared_rp_writer {
+            limit.min(SHARED_CPU_PATIENCE)
+        } else {
+            limit
+        };
         if self.checks != 0 {
             self.checks = (self.checks | 63).min(limit.saturating_sub(1));
         }
@@ -246,7 +281,13 @@ impl Patience {
                 }
             }
         }
-        !ready()
+        let out = !ready();
+        if out && shared_rp_writer {
+            // Outlasted its spin, short as it was: it raises RBarrier and
+            // waits (see `Restricted`).
+            rwlock_core::wait::note_deep_wait();
+        }
+        out
     }
 }
 
@@ -1067,6 +1108,60 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// An RP writer whose CPU is shared raises its barrier after
+    /// `SHARED_CPU_PATIENCE` checks, and a retry of it after one or two
+    /// more; with a CPU of its own it checks at least until its first
+    /// yield point (64 checks; `docs/cohort.md`, "C-RW-RP's writer
+    /// patience on a shared CPU").
+    #[test]
+    fn a_shared_cpu_shortens_an_rp_writers_patience() {
+        let checks_until_out = |shared: bool| {
+            let mut patience = Patience::default();
+            let mut n = 0u32;
+            assert!(patience.run_out_as(
+                DEFAULT_PATIENCE,
+                || {
+                    n += 1;
+                    false
+                },
+                true,
+                shared
+            ));
+            n
+        };
+        let shared = checks_until_out(true);
+        assert!(
+            (SHARED_CPU_PATIENCE..=SHARED_CPU_PATIENCE + 1).contains(&shared),
+            "{shared} checks on a shared CPU"
+        );
+        let own = checks_until_out(false);
+        assert!(own > 64, "{own} checks with a CPU of its own");
+
+        // A retry after the readers drained for a moment.
+        let mut patience = Patience::default();
+        let mut n = 0u32;
+        assert!(!patience.run_out_as(
+            DEFAULT_PATIENCE,
+            || {
+                n += 1;
+                n == 3
+            },
+            true,
+            true
+        ));
+        n = 0;
+        assert!(patience.run_out_as(
+            DEFAULT_PATIENCE,
+            || {
+                n += 1;
+                false
+            },
+            true,
+            true
+        ));
+        assert!(n <= 2, "{n} checks at a retry on a shared CPU");
     }
 
     /// A patience that ran out on its last check still runs out at the
