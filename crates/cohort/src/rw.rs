@@ -1117,51 +1117,38 @@ mod tests {
     /// patience on a shared CPU").
     #[test]
     fn a_shared_cpu_shortens_an_rp_writers_patience() {
-        let checks_until_out = |shared: bool| {
-            let mut patience = Patience::default();
+        // One call of an RP writer's patience whose readers drain at the
+        // `drain_at`-th check (never: `None`): whether it ran out, and
+        // after how many checks.
+        let call = |patience: &mut Patience, shared: bool, drain_at: Option<u32>| {
             let mut n = 0u32;
-            assert!(patience.run_out_as(
+            let out = patience.run_out_as(
                 DEFAULT_PATIENCE,
                 || {
                     n += 1;
-                    false
+                    Some(n) == drain_at
                 },
                 true,
-                shared
-            ));
-            n
+                shared,
+            );
+            (out, n)
         };
-        let shared = checks_until_out(true);
+        let (out, shared) = call(&mut Patience::default(), true, None);
         assert!(
-            (SHARED_CPU_PATIENCE..=SHARED_CPU_PATIENCE + 1).contains(&shared),
+            out && (SHARED_CPU_PATIENCE..=SHARED_CPU_PATIENCE + 1).contains(&shared),
             "{shared} checks on a shared CPU"
         );
-        let own = checks_until_out(false);
-        assert!(own > 64, "{own} checks with a CPU of its own");
+        let (out, own) = call(&mut Patience::default(), false, None);
+        assert!(out && own > 64, "{own} checks with a CPU of its own");
 
         // A retry after the readers drained for a moment.
         let mut patience = Patience::default();
-        let mut n = 0u32;
-        assert!(!patience.run_out_as(
-            DEFAULT_PATIENCE,
-            || {
-                n += 1;
-                n == 3
-            },
-            true,
-            true
-        ));
-        n = 0;
-        assert!(patience.run_out_as(
-            DEFAULT_PATIENCE,
-            || {
-                n += 1;
-                false
-            },
-            true,
-            true
-        ));
-        assert!(n <= 2, "{n} checks at a retry on a shared CPU");
+        assert!(!call(&mut patience, true, Some(3)).0);
+        let (out, retry) = call(&mut patience, true, None);
+        assert!(
+            out && retry <= 2,
+            "{retry} checks at a retry on a shared CPU"
+        );
     }
 
     /// A patience that ran out on its last check still runs out at the
