@@ -572,12 +572,17 @@ mod loom_tests {
             };
             let g = s.lock.lock_exclusive();
             // SAFETY: exclusive access under the lock.
-            s.data.with_mut(|p| unsafe { *p += 1 });
+            let written = s.data.with_mut(|p| unsafe {
+                *p += 1;
+                *p
+            });
             // SAFETY: our exclusive acquisition.
             let g = unsafe { s.lock.downgrade(g) };
             // SAFETY: shared access under the downgraded lock.
             let mine = s.data.with(|p| unsafe { *p });
-            assert!(mine == 1 || mine == 11);
+            // No writer may get in between: the downgraded holder reads
+            // what it wrote (1 or 11 alone cannot tell).
+            assert_eq!(mine, written, "a writer got in during the downgrade");
             // SAFETY: our shared acquisition.
             unsafe { s.lock.unlock_shared(g) };
             assert!([0, 1, 10, 11].contains(&r.join().unwrap()));

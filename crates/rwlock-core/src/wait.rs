@@ -1628,11 +1628,17 @@ mod loom_tests {
                     waiters.wait_until::<DefaultWait>(|| flag.load(Ordering::Acquire));
                 })
             };
-            yield_now();
-            // SeqCst RMW: the state change `wake_all` requires.
-            flag.swap(true, Ordering::SeqCst);
-            waiters.wake_all();
+            // The waker is a thread of its own: the model's main thread
+            // built `waiters`, and loom never lets a thread re-read, after
+            // its `yield_now`, a store it saw before it (the count's 0).
+            let waker = thread::spawn(move || {
+                yield_now();
+                // SeqCst RMW: the state change `wake_all` requires.
+                flag.swap(true, Ordering::SeqCst);
+                waiters.wake_all();
+            });
             waiter.join().unwrap();
+            waker.join().unwrap();
         });
     }
 
@@ -1655,12 +1661,16 @@ mod loom_tests {
                 })
             };
             let (a, b) = (spawn(), spawn());
-            yield_now();
-            // SeqCst RMW: the state change `wake_some` requires.
-            flag.swap(true, Ordering::SeqCst);
-            waiters.wake_some(1);
+            // The waker is a thread of its own (see `waiters_never_lose_a_wake_up`).
+            let waker = thread::spawn(move || {
+                yield_now();
+                // SeqCst RMW: the state change `wake_some` requires.
+                flag.swap(true, Ordering::SeqCst);
+                waiters.wake_some(1);
+            });
             a.join().unwrap();
             b.join().unwrap();
+            waker.join().unwrap();
         });
     }
 
